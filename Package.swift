@@ -1,0 +1,80 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// One set of Swift settings for every target: Swift 6 language mode (complete strict concurrency).
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "presence",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "presence-server", targets: ["presence-server"]),
+        .executable(name: "presence-client", targets: ["presence-client"]),
+        .executable(name: "presence-bench", targets: ["presence-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibWebSockets",
+            path: "Sources/CLibWebSockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev"])]
+        ),
+        // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
+        // No sockets, threads, clock reads or lws.
+        .target(name: "PresenceCore", exclude: ["Rules"], swiftSettings: strict),  // TEMP exclude
+        // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
+        .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
+        // The thin I/O shell around libwebsockets.
+        .target(
+            name: "PresenceServer",
+            dependencies: [
+                "PresenceCore", "PresenceWire", "CLibWebSockets",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Client library: an lws client transport and the connection state machine.
+        .target(
+            name: "PresenceClient",
+            dependencies: ["PresenceCore", "PresenceWire", "CLibWebSockets"],
+            swiftSettings: strict
+        ),
+        .target(name: "PresenceTesting", dependencies: ["PresenceCore", "PresenceWire"], swiftSettings: strict),
+        .executableTarget(
+            name: "presence-server",
+            dependencies: [
+                "PresenceServer", "PresenceCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "presence-client",
+            dependencies: [
+                "PresenceClient", "PresenceCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "presence-bench",
+            dependencies: [
+                "PresenceClient", "CLibWebSockets",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
+                    resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
+                    resources: [.copy("Fixtures")], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

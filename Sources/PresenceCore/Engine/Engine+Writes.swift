@@ -1,0 +1,148 @@
+extension Engine {
+    /// Resolves server values and validates one value to be written at `path`.
+    func prepare(_ data: JSON, at path: Path, in ns: Namespace, now: Int64) throws(DataError) -> (Path, Node) {
+        let resolved = ServerValues.containsPlaceholder(data)
+            ? try ServerValues.resolve(data, at: path, now: now, current: { ns.root.node(at: $0) })
+            : data
+        if path.last == ".priority", let parent = path.parent {
+            // A write to `x/.priority` changes only the priority of `x`.
+            let priorityNode = try Node(json: resolved, at: path)
+            guard priorityNode.isNull || priorityNode.leafValue.map({ if case .bool = $0 { return false } else { return true } }) == true else {
+                throw DataError.invalidData(path: path.description, reason: ".priority must be a string, number or null")
+            }
+            let priority: Priority? = switch priorityNode.leafValue {
+            case .number(let n)?: .number(n)
+            case .string(let s)?: .string(s)
+            default: nil
+            }
+            return (parent, ns.root.node(at: parent).withPriority(priority))
+        }
+        return (path, try Node(json: resolved, at: path))
+    }
+
+    func mayWrite(_ writes: [(Path, Node)], credentials: Credentials, in ns: Namespace, now: Int64) -> Bool {
+        credentials.isAdmin || ns.policy.allowsWrite(writes, root: ns.root, auth: credentials.rulesAuth, now: now)
+    }
+
+    /// `p`: replace the value at `path`.
+    func put(_ id: ConnectionID, path: Path, data: JSON, hash: String?, now: Int64) -> Result<Void, EngineError> {
+        guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
+        if hash != nil {
+            return .failure(.notSupported("Transactions (p with h) are not supported by this server yet"))
+        }
+        let ns = namespace(connection.namespace)
+        let write: (Path, Node)
+        do { write = try prepare(data, at: path, in: ns, now: now) } catch { return .failure(EngineError(error)) }
+        guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
+            return .failure(.permissionDenied)
+        }
+        commit([write], in: ns)
+        return .success(())
+    }
+
+    /// `m`: replace each child path under `path`, all or nothing.
+    func merge(_ id: ConnectionID, path: Path, children: [Request.Update], now: Int64) -> Result<Void, EngineError> {
+        guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
+        let ns = namespace(connection.namespace)
+        var writes: [(Path, Node)] = []
+        do {
+            for child in children {
+                writes.append(try prepare(child.value, at: path.appending(child.path), in: ns, now: now))
+            }
+        } catch {
+            return .failure(EngineError(error))
+        }
+        guard mayWrite(writes, credentials: connection.credentials, in: ns, now: now) else {
+            return .failure(.permissionDenied)
+        }
+        commit(writes, in: ns)
+        return .success(())
+    }
+
+    /// `o` / `om`: check the write rules now (placeholders resolved as of now) and store the ops.
+    func registerOnDisconnect(_ id: ConnectionID, path: Path, updates: [Request.Update], isMerge: Bool, now: Int64) -> Result<Void, EngineError> {
+        guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
+        let ns = namespace(connection.namespace)
+        var writes: [(Path, Node)] = []
+        do {
+            for update in updates {
+                writes.append(try prepare(update.value, at: path.appending(update.path), in: ns, now: now))
+            }
+        } catch {
+            return .failure(EngineError(error))
+        }
+        guard mayWrite(writes, credentials: connection.credentials, in: ns, now: now) else {
+            return .failure(.permissionDenied)
+        }
+        if isMerge {
+            connections[id]?.onDisconnect.update(updates, at: path, credentials: connection.credentials)
+        } else {
+            connections[id]?.onDisconnect.set(updates[0].value, at: path, credentials: connection.credentials)
+        }
+        return .success(())
+    }
+
+    /// Runs a finished connection's onDisconnect ops: server values resolve now, each op's rules
+    /// are checked again with the credentials it was registered with, the ops that fail are
+    /// dropped, and the rest are applied as one atomic write.
+    func runOnDisconnect(_ queue: OnDisconnectQueue, in ns: Namespace, now: Int64) {
+        guard !queue.isEmpty else { return }
+        var writes: [(Path, Node)] = []
+        for op in queue.ops {
+            guard let write = try? prepare(op.value, at: op.path, in: ns, now: now) else { continue }
+            if mayWrite([write], credentials: op.credentials, in: ns, now: now) {
+                writes.append(write)
+            }
+        }
+        if !writes.isEmpty { commit(writes, in: ns) }
+    }
+
+    /// Applies writes in order and pushes the changes to every listener that can see them (§4.2).
+    /// Pushes are queued before the caller's ack, so every writer sees its echo first.
+    func commit(_ writes: [(Path, Node)], in ns: Namespace) {
+        for (path, node) in writes { ns.root.set(node, at: path) }
+        let writePaths = writes.map(\.0)
+
+        var affected: [Listener] = []
+        var seen: Set<Listener> = []
+        for path in writePaths {
+            for listener in ns.listeners.listeners(containing: path) + ns.listeners.listeners(below: path)
+            where seen.insert(listener).inserted {
+                affected.append(listener)
+            }
+        }
+        guard !affected.isEmpty else { return }
+
+        // One message per distinct content; each encoded once by the shell.
+        var order: [String] = []
+        var groups: [String: (Outbound, [ConnectionID])] = [:]
+        for listener in affected {
+            let (key, message) = pushMessage(for: listener.path, writePaths: writePaths, in: ns)
+            if groups[key] == nil {
+                order.append(key)
+                groups[key] = (message, [listener.connection])
+            } else {
+                groups[key]!.1.append(listener.connection)
+            }
+        }
+        for key in order {
+            let (message, recipients) = groups[key]!
+            effects.append(.send(recipients, message))
+        }
+    }
+
+    /// What a listener at `listenPath` receives for these writes: the whole value at the listen path
+    /// when a write covers it, else the changed value below it, never data outside it.
+    private func pushMessage(for listenPath: Path, writePaths: [Path], in ns: Namespace) -> (String, Outbound) {
+        if writePaths.contains(where: { $0.contains(listenPath) }) {
+            return ("d" + listenPath.wireString, .data(path: listenPath, value: ns.root.node(at: listenPath), tag: nil))
+        }
+        var below: [Path] = []
+        for path in writePaths where listenPath.contains(path) && !below.contains(path) { below.append(path) }
+        if below.count == 1 {
+            return ("d" + below[0].wireString, .data(path: below[0], value: ns.root.node(at: below[0]), tag: nil))
+        }
+        let changes = below.map { Outbound.Change(path: listenPath.relative($0)!, value: ns.root.node(at: $0)) }
+        return ("m" + listenPath.wireString, .merge(path: listenPath, changes: changes, tag: nil))
+    }
+}

@@ -1,0 +1,172 @@
+/// The presence database engine: a pure state machine. The shell feeds it connection events and
+/// decoded requests with the current time; it answers with effects (`drainEffects`) for the shell
+/// to perform, in order. It reads no clock and touches no socket, so tests drive it with a manual
+/// clock and fake connections.
+public final class Engine {
+    public struct Configuration: Sendable {
+        /// The database used when a client sends an empty or missing `ns`.
+        public var defaultNamespace: String
+        public init(defaultNamespace: String = "default") {
+            self.defaultNamespace = defaultNamespace
+        }
+    }
+
+    public let configuration: Configuration
+    let verifier: any TokenVerifier
+    var defaultPolicy: any AccessPolicy
+    let makeSessionID: () -> String
+
+    var connections: [ConnectionID: Connection] = [:]
+    var sessions: [String: ConnectionID] = [:]
+    var namespaces: [String: Namespace] = [:]
+    var effects: [Effect] = []
+
+    public init(
+        configuration: Configuration = Configuration(),
+        verifier: any TokenVerifier = EmulatorTokenVerifier(),
+        policy: any AccessPolicy = OpenAccessPolicy(),
+        makeSessionID: @escaping () -> String
+    ) {
+        self.configuration = configuration
+        self.verifier = verifier
+        self.defaultPolicy = policy
+        self.makeSessionID = makeSessionID
+    }
+
+    /// Takes the effects produced since the last call.
+    public func drainEffects() -> [Effect] {
+        defer { effects.removeAll(keepingCapacity: true) }
+        return effects
+    }
+
+    public var connectionCount: Int { connections.count }
+
+    func namespace(_ name: String) -> Namespace {
+        if let existing = namespaces[name] { return existing }
+        let created = Namespace(name: name, policy: defaultPolicy)
+        namespaces[name] = created
+        return created
+    }
+
+    /// Replaces the rules of every namespace (and of namespaces created later).
+    public func setPolicy(_ policy: any AccessPolicy, now: Int64) {
+        defaultPolicy = policy
+        for ns in namespaces.values { ns.policy = policy }
+        for id in connections.keys.sorted() { revokeUnreadableListens(id, now: now) }
+    }
+
+    /// The stored value at `path` of a namespace (for REST reads, tests and operators).
+    public func value(at path: Path, namespace name: String) -> Node {
+        namespaces[name]?.root.node(at: path) ?? .null
+    }
+
+    func emit(_ outbound: Outbound, to id: ConnectionID) {
+        effects.append(.send([id], outbound))
+    }
+
+    func reply(_ number: Int?, _ result: Result<ReplyData, EngineError>, to id: ConnectionID) {
+        guard let number else { return }
+        effects.append(.send([id], .reply(number: number, result: result)))
+    }
+
+    // MARK: Connection lifecycle
+
+    /// A WebSocket connection was established. Sends the hello; with `lastSession` naming a live
+    /// session, that older connection is closed first and its onDisconnect ops run (§7.4).
+    /// Returns the new session id.
+    @discardableResult
+    public func open(_ id: ConnectionID, namespace: String?, lastSession: String?, host: String, now: Int64) -> String {
+        if let lastSession, let previous = sessions[lastSession], previous != id {
+            effects.append(.close(previous, code: 4001, reason: "replaced by a newer connection of the same client"))
+            disconnect(previous, now: now)
+        }
+        let name = (namespace?.isEmpty ?? true) ? configuration.defaultNamespace : namespace!
+        _ = self.namespace(name)
+        var sessionID = makeSessionID()
+        while sessions[sessionID] != nil { sessionID = makeSessionID() }
+        connections[id] = Connection(id: id, namespace: name, sessionID: sessionID)
+        sessions[sessionID] = id
+        emit(.hello(timestamp: now, host: host, sessionID: sessionID), to: id)
+        return sessionID
+    }
+
+    /// The connection ended for any reason (close frame, TCP close, liveness timeout, kick). Its
+    /// listens are dropped and its onDisconnect ops run once, as one atomic write.
+    public func disconnect(_ id: ConnectionID, now: Int64) {
+        guard let connection = connections.removeValue(forKey: id) else { return }
+        sessions.removeValue(forKey: connection.sessionID)
+        let ns = namespace(connection.namespace)
+        for path in connection.listens {
+            ns.listeners.remove(Listener(connection: id, path: path, tag: nil))
+        }
+        runOnDisconnect(connection.onDisconnect, in: ns, now: now)
+    }
+
+    /// A control ping (`{"t":"c","d":{"t":"p"}}`).
+    public func ping(_ id: ConnectionID) {
+        guard connections[id] != nil else { return }
+        emit(.pong, to: id)
+    }
+
+    // MARK: Requests
+
+    /// Executes one request. Requests of a connection must be handled in the order received.
+    public func handle(_ request: NumberedRequest, from id: ConnectionID, now: Int64) {
+        guard connections[id] != nil else { return }
+        let number = request.number
+        switch request.request {
+        case .stats, .appCheck, .unappCheck:
+            reply(number, .success(.empty), to: id)
+        case let .auth(credential, authVariable, noAuth):
+            authenticate(id, number: number, credential: credential, authVariable: authVariable, noAuth: noAuth, now: now)
+        case .unauth:
+            connections[id]?.credentials = .unauthenticated
+            reply(number, .success(.empty), to: id)
+            revokeUnreadableListens(id, now: now)
+        case let .listen(path, query, tag):
+            listen(id, number: number, path: path, query: query, tag: tag, now: now)
+        case let .unlisten(path, _, tag):
+            unlisten(id, path: path, tag: tag)
+            reply(number, .success(.empty), to: id)
+        case let .get(path, query):
+            get(id, number: number, path: path, query: query, now: now)
+        case let .put(path, data, hash):
+            let result = put(id, path: path, data: data, hash: hash, now: now)
+            reply(number, result.map { .empty }, to: id)
+        case let .merge(path, children):
+            let result = merge(id, path: path, children: children, now: now)
+            reply(number, result.map { .empty }, to: id)
+        case let .onDisconnectPut(path, data):
+            let result = registerOnDisconnect(id, path: path, updates: [Request.Update(path: .root, value: data)], isMerge: false, now: now)
+            reply(number, result.map { .empty }, to: id)
+        case let .onDisconnectMerge(path, children):
+            let result = registerOnDisconnect(id, path: path, updates: children, isMerge: true, now: now)
+            reply(number, result.map { .empty }, to: id)
+        case let .onDisconnectCancel(path):
+            connections[id]?.onDisconnect.cancel(path)
+            reply(number, .success(.empty), to: id)
+        }
+    }
+
+    func authenticate(_ id: ConnectionID, number: Int?, credential: String, authVariable: JSON?, noAuth: Bool, now: Int64) {
+        switch verifier.verify(credential, now: now) {
+        case .success(var credentials):
+            // The admin may act as another auth (the Admin SDK's databaseAuthVariableOverride).
+            if credentials == .admin {
+                if noAuth {
+                    credentials = .unauthenticated
+                } else if let authVariable, case .object = authVariable {
+                    credentials = .user(auth: authVariable, expiresAt: nil)
+                }
+            }
+            connections[id]?.credentials = credentials
+            var expires: JSON = .null
+            if case .user(_, let expiresAt?) = credentials { expires = .number(Double(expiresAt / 1000)) }
+            let body: JSON = .object([("auth", credentials.rulesAuth ?? .null), ("expires", expires)])
+            reply(number, .success(.json(body)), to: id)
+            revokeUnreadableListens(id, now: now)
+        case .failure(let error):
+            reply(number, .failure(EngineError(error)), to: id)
+        }
+    }
+}

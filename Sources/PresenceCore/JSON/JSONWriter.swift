@@ -1,0 +1,76 @@
+/// Compact JSON text for the wire: integers without a fraction, shortest round-trip doubles.
+public enum JSONWriter {
+    public static func string(_ value: JSON) -> String {
+        var out = ""
+        write(value, into: &out)
+        return out
+    }
+
+    public static func write(_ value: JSON, into out: inout String) {
+        switch value {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n): writeNumber(n, into: &out)
+        case .string(let s): writeString(s, into: &out)
+        case .array(let elements):
+            out += "["
+            for (i, element) in elements.enumerated() {
+                if i > 0 { out += "," }
+                write(element, into: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, (key, member)) in members.enumerated() {
+                if i > 0 { out += "," }
+                writeString(key, into: &out)
+                out += ":"
+                write(member, into: &out)
+            }
+            out += "}"
+        }
+    }
+
+    /// Integral values within ±2^53 print as integers, as JavaScript prints them.
+    public static func writeNumber(_ n: Double, into out: inout String) {
+        if n.isFinite, n == n.rounded(), abs(n) < 9_007_199_254_740_992 {
+            out += String(Int64(n))
+        } else if n.isFinite {
+            out += "\(n)"
+        } else {
+            out += "null"
+        }
+    }
+
+    public static func writeString(_ s: String, into out: inout String) {
+        out += "\""
+        var needsEscape = false
+        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            needsEscape = true
+            break
+        }
+        if !needsEscape {
+            out += s
+        } else {
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{08}": out += "\\b"
+                case "\u{0C}": out += "\\f"
+                default:
+                    if scalar.value < 0x20 {
+                        let hex = String(scalar.value, radix: 16)
+                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    } else {
+                        out.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+        }
+        out += "\""
+    }
+}

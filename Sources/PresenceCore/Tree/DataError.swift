@@ -1,0 +1,14 @@
+/// Why a request's path or data was refused. Mapped to a wire status in `PresenceWire`.
+public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
+    case invalidPath(String, reason: String)
+    case invalidData(path: String, reason: String)
+    case unknownServerValue(path: String)
+
+    public var description: String {
+        switch self {
+        case let .invalidPath(path, reason): return "Invalid path \"\(path)\": \(reason)"
+        case let .invalidData(path, reason): return "Invalid data at \(path): \(reason)"
+        case let .unknownServerValue(path): return "Invalid data at \(path): unknown server value"
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import CLibWebSockets
+import PresenceCore
+import PresenceWire
+
+extension LWSServer {
+    /// Only `/.ws` upgrades; anything else is refused during the handshake.
+    func filterUpgrade(_ wsi: OpaquePointer) -> Int32 {
+        let uri = header(wsi, WSI_TOKEN_GET_URI) ?? ""
+        if uri == "/.ws" || uri.hasPrefix("/.ws?") || uri.hasPrefix("/.ws/") { return 0 }
+        logger.notice("refused WebSocket upgrade on \(uri): only /.ws is served")
+        return 1
+    }
+
+    func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = lwss_hdr_total_length(wsi, Int32(token.rawValue))
+        guard length > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(length) + 1)
+        guard lwss_hdr_copy(wsi, &buffer, Int32(buffer.count), Int32(token.rawValue)) >= 0 else { return nil }
+        return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func urlArgument(_ wsi: OpaquePointer, _ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 2048)
+        let found: String? = buffer.withUnsafeMutableBufferPointer { pointer in
+            guard let value = lws_get_urlarg_by_name(wsi, name + "=", pointer.baseAddress, Int32(pointer.count)) else { return nil }
+            return String(cString: value)
+        }
+        return found.map(percentDecoded)
+    }
+
+    func peerAddress(_ wsi: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 128)
+        guard lws_get_peer_simple(wsi, &buffer, buffer.count) != nil else { return "?" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func established(_ wsi: OpaquePointer, user: UnsafeMutableRawPointer?) {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        user?.storeBytes(of: id, as: UInt64.self)
+        let remote = peerAddress(wsi)
+        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, maxMessageBytes: configuration.maxMessageBytes)
+        connections[id] = connection
+
+        let version = urlArgument(wsi, "v")
+        let namespace = urlArgument(wsi, "ns")
+        let lastSession = urlArgument(wsi, "ls")
+        let host = header(wsi, WSI_TOKEN_HOST) ?? "\(configuration.host):\(boundPort)"
+        let session = engine.open(ConnectionID(id), namespace: namespace, lastSession: lastSession, host: host, now: now())
+        logger.info("connection opened", metadata: [
+            "conn": "\(id)", "session": "\(session)", "remote": "\(remote)", "ns": "\(namespace ?? "")",
+            "ls": "\(lastSession ?? "")",
+        ])
+        if let version, version != "5" {
+            logger.notice("closing connection \(id): unsupported protocol version v=\(version)")
+            perform([.send([ConnectionID(id)], .shutdown(reason: "Unsupported protocol version \(version); this server speaks v=5")),
+                     .close(ConnectionID(id), code: 1008, reason: "unsupported protocol version")])
+        }
+        perform(engine.drainEffects())
+    }
+
+    func receive(_ id: UInt64, wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        guard let connection = connections[id], connection.pendingClose == nil else { return 0 }
+        if lws_frame_is_binary(wsi) != 0 {
+            return refuse(connection, code: 1003, reason: "binary frames are not supported", log: "sent a binary frame")
+        }
+        if let input, length > 0 {
+            guard connection.receiveBuffer.count + length <= configuration.maxMessageBytes else {
+                return refuse(connection, code: 1009, reason: "message larger than \(configuration.maxMessageBytes) bytes",
+                              log: "sent a message over \(configuration.maxMessageBytes) bytes")
+            }
+            connection.receiveBuffer.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+        }
+        guard lws_is_final_fragment(wsi) != 0, lws_remaining_packet_payload(wsi) == 0 else { return 0 }
+        let frame = connection.receiveBuffer
+        connection.receiveBuffer.removeAll(keepingCapacity: false)
+        handleFrame(frame, on: connection)
+        return 0
+    }
+
+    /// One whole WebSocket message: join count-prefixed pieces, decode, execute, perform effects.
+    func handleFrame(_ frame: [UInt8], on connection: ShellConnection) {
+        let output: FrameAssembler.Output
+        do {
+            output = try connection.assembler.accept(frame)
+        } catch {
+            _ = refuse(connection, code: 1009, reason: error.description, log: "sent a multi-frame \(error)")
+            return
+        }
+        guard case .message(let bytes) = output else { return }
+        let id = ConnectionID(connection.id)
+        let message: ClientMessage
+        do {
+            message = try RequestDecoder.decode(bytes)
+        } catch {
+            _ = refuse(connection, code: 1007, reason: "invalid message: \(error.reason)", log: "sent an undecodable message (\(error.reason))")
+            return
+        }
+        switch message {
+        case .ping:
+            engine.ping(id)
+        case .ignoredControl:
+            break
+        case .request(let request):
+            engine.handle(request, from: id, now: now())
+        case let .invalidRequest(number, action, error):
+            logger.notice("rejected request", metadata: [
+                "conn": "\(connection.id)", "r": "\(number.map(String.init) ?? "-")", "a": "\(action ?? "-")",
+                "error": "\(WireStatus.status(for: error).message)",
+            ])
+            if let number {
+                perform([.send([id], .reply(number: number, result: .failure(error)))])
+            } else {
+                perform([.send([id], .serverError(WireStatus.status(for: error).message))])
+            }
+        }
+        perform(engine.drainEffects())
+    }
+
+    /// Tells the client why, then closes; logged once.
+    func refuse(_ connection: ShellConnection, code: Int, reason: String, log: String) -> Int32 {
+        logger.notice("closing connection \(connection.id) (\(connection.remote)): it \(log)")
+        perform([.send([ConnectionID(connection.id)], .serverError(reason)),
+                 .close(ConnectionID(connection.id), code: code, reason: reason)])
+        return 0
+    }
+
+    func writeable(_ id: UInt64) -> Int32 {
+        guard let connection = connections[id] else { return -1 }
+        if let frame = connection.dequeue() {
+            guard frame.write(to: connection.wsi) else { return -1 }
+            if connection.hasQueuedFrames || connection.pendingClose != nil {
+                lws_callback_on_writable(connection.wsi)
+            }
+            return 0
+        }
+        if let (code, reason) = connection.pendingClose {
+            var bytes = Array(reason.utf8.prefix(120))
+            lws_close_reason(connection.wsi, lws_close_status(rawValue: UInt32(code)), &bytes, bytes.count)
+            return -1
+        }
+        return 0
+    }
+
+    func peerClosing(_ id: UInt64, input: UnsafeMutableRawPointer?, length: Int) {
+        guard let connection = connections[id] else { return }
+        var code = 1005
+        if let input, length >= 2 {
+            let bytes = input.assumingMemoryBound(to: UInt8.self)
+            code = Int(bytes[0]) << 8 | Int(bytes[1])
+        }
+        connection.pendingClose = connection.pendingClose ?? (code, "peer closed")
+    }
+
+    func closed(_ id: UInt64) {
+        guard let connection = connections.removeValue(forKey: id) else { return }
+        let reason = connection.pendingClose.map { "\($0.code) \($0.reason)" } ?? "socket closed"
+        engine.disconnect(ConnectionID(id), now: now())
+        logger.info("connection closed", metadata: ["conn": "\(id)", "remote": "\(connection.remote)", "reason": "\(reason)"])
+        perform(engine.drainEffects())
+    }
+
+    /// Performs engine effects in order: encode each message once, queue it for every recipient.
+    func perform(_ effects: [Effect]) {
+        for effect in effects {
+            switch effect {
+            case let .send(recipients, message):
+                let text = OutboundEncoder.encode(message)
+                guard let pieces = FrameSplitter.frames(for: text) else {
+                    logger.error("dropping a message of \(text.utf8.count) bytes: too large to split")
+                    continue
+                }
+                let frames = pieces.map(OutFrame.init(payload:))
+                for recipient in recipients {
+                    guard let connection = connections[recipient.raw], connection.pendingClose == nil else { continue }
+                    for frame in frames { connection.enqueue(frame) }
+                    if connection.queuedBytes > configuration.maxQueuedBytes {
+                        logger.warning("closing connection \(recipient.raw): it does not read fast enough (\(connection.queuedBytes) bytes queued)")
+                        connection.queue.removeAll()
+                        connection.queueHead = 0
+                        connection.queuedBytes = 0
+                        connection.pendingClose = (1008, "too slow: outbound queue over limit")
+                    }
+                    lws_callback_on_writable(connection.wsi)
+                }
+            case let .close(id, code, reason):
+                guard let connection = connections[id.raw] else { continue }
+                connection.pendingClose = (code, reason)
+                lws_callback_on_writable(connection.wsi)
+            }
+        }
+    }
+}
+
+/// Lenient percent-decoding for URL arguments (the JS client does not encode them at all).
+func percentDecoded(_ text: String) -> String {
+    guard text.contains("%") || text.contains("+") else { return text }
+    var bytes: [UInt8] = []
+    var iterator = Array(text.utf8).makeIterator()
+    while let byte = iterator.next() {
+        if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
+            let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+        {
+            bytes.append(value)
+        } else {
+            bytes.append(byte)
+        }
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

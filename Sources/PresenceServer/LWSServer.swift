@@ -1,0 +1,156 @@
+import CLibWebSockets
+import Logging
+import PresenceCore
+import PresenceWire
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Set by signal handlers; the loop notices it in `EVENT_WAIT_CANCELLED`.
+let stopRequested = Atomic<Bool>(false)
+/// The running context, for the signal handler's `lws_cancel_service` (written once at start).
+nonisolated(unsafe) var signalContext: OpaquePointer?
+
+/// The thin I/O shell: one libwebsockets context on the libuv loop, one service thread.
+///
+/// Confinement: every stored property is touched only on the thread that calls `run()` (lws
+/// callbacks run there). Other threads only call `requestStop()`. Hence `@unchecked Sendable`.
+public final class LWSServer: @unchecked Sendable {
+    public let configuration: ServerConfiguration
+    let engine: Engine
+    let logger: Logger
+
+    var context: OpaquePointer?
+    var protocols: UnsafeMutablePointer<lws_protocols>?
+    var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
+    var stopTimer: UnsafeMutablePointer<lwss_timer_t>?
+    var cStrings: [UnsafeMutablePointer<CChar>] = []
+    var destroyStarted = false
+
+    var connections: [UInt64: ShellConnection] = [:]
+    var nextConnectionID: UInt64 = 1
+    var httpResponses: [OpaquePointer: HTTPResponse] = [:]
+    /// The port actually bound (useful with port 0).
+    public private(set) var boundPort = 0
+
+    public init(configuration: ServerConfiguration, engine: Engine, logger: Logger) {
+        self.configuration = configuration
+        self.engine = engine
+        self.logger = logger
+    }
+
+    deinit {
+        protocols?.deallocate()
+        retryPolicy?.deallocate()
+        stopTimer?.deallocate()
+        for string in cStrings { free(string) }
+    }
+
+    private func keep(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let pointer = strdup(string)!
+        cStrings.append(pointer)
+        return pointer
+    }
+
+    /// Creates the context and binds the port. Throws with a clear message when that fails.
+    public func start() throws(ServerError) {
+        lws_set_log_level(Int32(LLL_ERR) | Int32(LLL_WARN), nil)
+
+        let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
+        protocols.initialize(repeating: lws_protocols(), count: 2)
+        // Clients send no Sec-WebSocket-Protocol: lws binds them to protocols[0].
+        protocols[0].name = UnsafePointer(keep("firebase-rtdb"))
+        protocols[0].callback = presenceCallback
+        protocols[0].per_session_data_size = MemoryLayout<UInt64>.size
+        protocols[0].rx_buffer_size = configuration.rxBufferBytes
+        protocols[0].tx_packet_size = FrameSplitter.maxFrameBytes + 64
+        self.protocols = protocols
+
+        let retry = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
+        retry.initialize(to: lws_retry_bo_t())
+        retry.pointee.secs_since_valid_ping = UInt16(configuration.pingIntervalSeconds)
+        retry.pointee.secs_since_valid_hangup = UInt16(configuration.idleTimeoutSeconds)
+        self.retryPolicy = retry
+
+        var info = lws_context_creation_info()
+        info.port = Int32(configuration.port)
+        info.iface = UnsafePointer(keep(configuration.host))
+        info.protocols = UnsafePointer(protocols)
+        info.options = UInt64(LWS_SERVER_OPTION_LIBUV) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+            | UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
+        info.retry_and_idle_policy = UnsafePointer(retry)
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        info.vhost_name = UnsafePointer(keep("default"))
+        info.signal_cb = { _, _ in LWSServer.requestStop() }
+        info.fd_limit_per_thread = 0
+        info.timeout_secs = 10
+
+        guard let context = lws_create_context(&info) else {
+            throw ServerError.startFailed("could not listen on \(configuration.host):\(configuration.port) (address in use, or not an address of this machine?)")
+        }
+        self.context = context
+        if let vhost = lws_get_vhost_by_name(context, "default") {
+            boundPort = Int(lws_get_vhost_listen_port(vhost))
+        }
+        signalContext = context
+        installSignalHandlers()
+    }
+
+    private func installSignalHandlers() {
+        signal(SIGTERM) { _ in LWSServer.requestStop() }
+        signal(SIGINT) { _ in LWSServer.requestStop() }
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Safe from any thread and from signal handlers.
+    public static func requestStop() {
+        stopRequested.store(true, ordering: .relaxed)
+        if let context = signalContext { lws_cancel_service(context) }
+    }
+
+    /// Services the loop until a stop is requested. Call on the thread that called `start()`.
+    public func run() {
+        guard let context else { return }
+        while !destroyStarted {
+            if lws_service(context, 0) < 0 { break }
+        }
+        // Final stage of the two-stage destroy (the first ran inside the loop).
+        lws_context_destroy(context)
+        signalContext = nil
+        self.context = nil
+        logger.info("server stopped")
+    }
+
+    /// Called on the loop when the stop flag is seen: schedule the in-loop destroy (stage 1),
+    /// which makes an event-library `lws_service` return.
+    func beginShutdown() {
+        guard let context, stopTimer == nil else { return }
+        logger.info("stopping: closing \(connections.count) connections")
+        let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
+        timer.initialize(to: lwss_timer_t())
+        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        stopTimer = timer
+        lws_sul_schedule(context, 0, &timer.pointee.sul, { sul in
+            guard let sul else { return }
+            let timer = lwss_timer_from_sul(sul)!
+            let server = Unmanaged<LWSServer>.fromOpaque(timer.pointee.owner).takeUnretainedValue()
+            if let context = server.context, !server.destroyStarted {
+                server.destroyStarted = true
+                lws_context_destroy(context)
+            }
+        }, 1)
+    }
+
+    func now() -> Int64 { WallClock.nowMilliseconds() }
+}
+
+public enum ServerError: Error, CustomStringConvertible {
+    case startFailed(String)
+    public var description: String {
+        switch self {
+        case .startFailed(let message): return message
+        }
+    }
+}

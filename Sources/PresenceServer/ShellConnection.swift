@@ -1,0 +1,42 @@
+import PresenceWire
+
+/// The shell's per-socket state: the lws handle, the receive buffer for fragments, the
+/// count-prefix assembler and the outbound queue. Touched only on the loop thread.
+final class ShellConnection {
+    let id: UInt64
+    let wsi: OpaquePointer
+    let remote: String
+    var receiveBuffer: [UInt8] = []
+    var assembler: FrameAssembler
+    var queue: [OutFrame] = []
+    var queueHead = 0
+    var queuedBytes = 0
+    /// Set when the server decided to close: flush what is queued, then close with this.
+    var pendingClose: (code: Int, reason: String)?
+
+    init(id: UInt64, wsi: OpaquePointer, remote: String, maxMessageBytes: Int) {
+        self.id = id
+        self.wsi = wsi
+        self.remote = remote
+        self.assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
+    }
+
+    var hasQueuedFrames: Bool { queueHead < queue.count }
+
+    func enqueue(_ frame: OutFrame) {
+        queue.append(frame)
+        queuedBytes += frame.payloadCount
+    }
+
+    func dequeue() -> OutFrame? {
+        guard queueHead < queue.count else { return nil }
+        let frame = queue[queueHead]
+        queueHead += 1
+        queuedBytes -= frame.payloadCount
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: queue.count <= 16)
+            queueHead = 0
+        }
+        return frame
+    }
+}

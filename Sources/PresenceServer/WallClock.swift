@@ -1,0 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The shell's only clock read: milliseconds since the Unix epoch, passed to the core as `now`.
+enum WallClock {
+    static func nowMilliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
+
+/// Session ids: 16 URL-safe random characters, as opaque as the real server's.
+enum SessionIDs {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<16).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+    }
+}
+
+/// A fresh random session id (for `Engine(makeSessionID:)`).
+public func makeSessionID() -> String { SessionIDs.make() }

@@ -1,0 +1,82 @@
+import PresenceCore
+
+/// Encodes engine messages as v5 envelopes (§2, §3, §4).
+public enum OutboundEncoder {
+    public static func encode(_ message: Outbound) -> String {
+        var out = ""
+        switch message {
+        case let .hello(timestamp, host, sessionID):
+            out += "{\"t\":\"c\",\"d\":{\"t\":\"h\",\"d\":{\"ts\":\(timestamp),\"v\":\"5\",\"h\":"
+            JSONWriter.writeString(host, into: &out)
+            out += ",\"s\":"
+            JSONWriter.writeString(sessionID, into: &out)
+            out += "}}}"
+        case .pong:
+            out += "{\"t\":\"c\",\"d\":{\"t\":\"o\",\"d\":{}}}"
+        case let .reply(number, result):
+            out += "{\"t\":\"d\",\"d\":{\"r\":\(number),\"b\":{\"s\":"
+            switch result {
+            case .success(let data):
+                out += "\"ok\",\"d\":"
+                switch data {
+                case .empty: out += "\"\""
+                case .emptyObject: out += "{}"
+                case .json(let json): JSONWriter.write(json, into: &out)
+                case .node(let node): node.writeJSON(into: &out, exportFormat: true)
+                }
+            case .failure(let error):
+                let (status, text) = WireStatus.status(for: error)
+                JSONWriter.writeString(status, into: &out)
+                out += ",\"d\":"
+                JSONWriter.writeString(text, into: &out)
+            }
+            out += "}}}"
+        case let .data(path, value, tag):
+            out += "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":"
+            JSONWriter.writeString(path.wireString, into: &out)
+            out += ",\"d\":"
+            value.writeJSON(into: &out, exportFormat: true)
+            if let tag { out += ",\"t\":\(tag)" }
+            out += "}}}"
+        case let .merge(path, changes, tag):
+            out += "{\"t\":\"d\",\"d\":{\"a\":\"m\",\"b\":{\"p\":"
+            JSONWriter.writeString(path.wireString, into: &out)
+            out += ",\"d\":{"
+            for (index, change) in changes.enumerated() {
+                if index > 0 { out += "," }
+                JSONWriter.writeString(change.path.wireString, into: &out)
+                out += ":"
+                change.value.writeJSON(into: &out, exportFormat: true)
+            }
+            out += "}"
+            if let tag { out += ",\"t\":\(tag)" }
+            out += "}}}"
+        case let .listenRevoked(path, query):
+            out += "{\"t\":\"d\",\"d\":{\"a\":\"c\",\"b\":{\"p\":"
+            JSONWriter.writeString(path.wireString, into: &out)
+            if let query {
+                // The JS client maps over `q`, so it must be an array.
+                out += ",\"q\":["
+                JSONWriter.write(query, into: &out)
+                out += "]"
+            }
+            out += "}}}"
+        case let .authRevoked(error):
+            let (status, text) = WireStatus.status(for: error)
+            out += "{\"t\":\"d\",\"d\":{\"a\":\"ac\",\"b\":{\"s\":"
+            JSONWriter.writeString(status, into: &out)
+            out += ",\"d\":"
+            JSONWriter.writeString(text, into: &out)
+            out += "}}}"
+        case let .shutdown(reason):
+            out += "{\"t\":\"c\",\"d\":{\"t\":\"s\",\"d\":"
+            JSONWriter.writeString(reason, into: &out)
+            out += "}}"
+        case let .serverError(text):
+            out += "{\"t\":\"c\",\"d\":{\"t\":\"e\",\"d\":"
+            JSONWriter.writeString(text, into: &out)
+            out += "}}"
+        }
+        return out
+    }
+}

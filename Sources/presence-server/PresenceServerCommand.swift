@@ -1,0 +1,117 @@
+import ArgumentParser
+import Logging
+import PresenceCore
+import PresenceServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct PresenceServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "presence-server",
+        abstract: "A real-time presence server speaking the Firebase Realtime Database wire protocol (v5).",
+        discussion: """
+            Point a Firebase app at it the way you point it at the database emulator:
+              connectDatabaseEmulator(db, "127.0.0.1", 9000)
+            WebSocket clients connect to ws://HOST:PORT/.ws?v=5&ns=NAMESPACE.
+
+            Examples:
+              presence-server                                   # 127.0.0.1:9000, shipped presence rules
+              presence-server --port 9100 --rules rules/presence.rules.json
+              presence-server --host 0.0.0.0 --insecure         # emulator auth on all interfaces (development only)
+            """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free port and prints it).")
+    var port = 9000
+
+    @Option(help: "Security rules file ({\"rules\": {...}}). 'open' allows everything (tests only).")
+    var rules = "rules/presence.rules.json"
+
+    @Option(help: "Authentication mode: 'emulator' (owner is admin; unsigned JWTs are accepted).")
+    var auth = "emulator"
+
+    @Flag(help: "Allow emulator auth on a non-loopback address. Anyone could then act as any user.")
+    var insecure = false
+
+    @Option(help: "Database used when a client sends no ns parameter.")
+    var defaultNamespace = "default"
+
+    @Option(help: "Largest client message in bytes (after joining fragments); larger ones close the connection with 1009.")
+    var maxMessageBytes = 1_048_576
+
+    @Option(help: "Seconds of silence before the server pings a connection.")
+    var pingInterval = 20
+
+    @Option(help: "Seconds with no frame and no pong before a connection is dropped and its onDisconnect ops run.")
+    var idleTimeout = 60
+
+    @Option(help: "Per-connection libwebsockets receive buffer in bytes (memory per idle connection).")
+    var rxBuffer = 1024
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        guard auth == "emulator" else { throw ValidationError("--auth must be 'emulator' (other modes are not available yet)") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard pingInterval > 0, idleTimeout > pingInterval else {
+            throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
+        }
+        guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
+        guard rxBuffer >= 128 else { throw ValidationError("--rx-buffer must be at least 128") }
+        if auth == "emulator" && !insecure && !Self.isLoopback(host) {
+            throw ValidationError("refusing emulator auth on \(host): anyone could act as any user. Bind 127.0.0.1, or pass --insecure for development")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host.hasPrefix("127.") || host == "::1"
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel)!
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "presence-server")
+        let policy = try RulesFile.loadPolicy(rules, logger: logger)
+
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.maxMessageBytes = maxMessageBytes
+        configuration.pingIntervalSeconds = pingInterval
+        configuration.idleTimeoutSeconds = idleTimeout
+        configuration.rxBufferBytes = rxBuffer
+        configuration.defaultNamespace = defaultNamespace
+
+        let engine = Engine(
+            configuration: Engine.Configuration(defaultNamespace: defaultNamespace),
+            verifier: EmulatorTokenVerifier(),
+            policy: policy,
+            makeSessionID: PresenceServer.makeSessionID
+        )
+        let server = LWSServer(configuration: configuration, engine: engine, logger: logger)
+        do {
+            try server.start()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+        // Tests and scripts read this line to learn the port.
+        print("presence-server listening on \(host):\(server.boundPort)")
+        fflush(nil)
+        logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.boundPort)", "rules": "\(rules)", "auth": "\(auth)"])
+        server.run()
+    }
+}

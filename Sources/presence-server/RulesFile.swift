@@ -1,0 +1,40 @@
+import ArgumentParser
+import Logging
+import PresenceCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Loads the rules named by `--rules` into an access policy.
+enum RulesFile {
+    static func loadPolicy(_ name: String, logger: Logger) throws -> any AccessPolicy {
+        if name == "open" {
+            logger.warning("rules: 'open' allows every read and write to everyone")
+            return OpenAccessPolicy()
+        }
+        guard let text = readFile(name) else {
+            logger.critical("cannot read rules file \(name)")
+            throw ExitCode(1)
+        }
+        do {
+            return try loadRuleSet(text: text, source: name)
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    static func readFile(_ path: String) -> String? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
+            if count < chunk.count { break }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
