@@ -8,6 +8,7 @@ extension LWSServer {
         let uri = header(wsi, WSI_TOKEN_GET_URI) ?? ""
         if uri == "/.ws" || uri.hasPrefix("/.ws?") || uri.hasPrefix("/.ws/") { return 0 }
         logger.notice("refused WebSocket upgrade on \(uri): only /.ws is served")
+        _ = lws_return_http_status(wsi, 404, "WebSockets are served on /.ws only")
         return 1
     }
 
@@ -64,14 +65,18 @@ extension LWSServer {
         if lws_frame_is_binary(wsi) != 0 {
             return refuse(connection, code: 1003, reason: "binary frames are not supported", log: "sent a binary frame")
         }
+        let messageEnds = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        if connection.discardingOversizedMessage || connection.receiveBuffer.count + length > configuration.maxMessageBytes {
+            connection.discardingOversizedMessage = true
+            connection.receiveBuffer = []
+            guard messageEnds else { return 0 }
+            return refuse(connection, code: 1009, reason: "message larger than \(configuration.maxMessageBytes) bytes",
+                          log: "sent a message over \(configuration.maxMessageBytes) bytes")
+        }
         if let input, length > 0 {
-            guard connection.receiveBuffer.count + length <= configuration.maxMessageBytes else {
-                return refuse(connection, code: 1009, reason: "message larger than \(configuration.maxMessageBytes) bytes",
-                              log: "sent a message over \(configuration.maxMessageBytes) bytes")
-            }
             connection.receiveBuffer.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
         }
-        guard lws_is_final_fragment(wsi) != 0, lws_remaining_packet_payload(wsi) == 0 else { return 0 }
+        guard messageEnds else { return 0 }
         let frame = connection.receiveBuffer
         connection.receiveBuffer.removeAll(keepingCapacity: false)
         handleFrame(frame, on: connection)
@@ -135,8 +140,13 @@ extension LWSServer {
             return 0
         }
         if let (code, reason) = connection.pendingClose {
-            var bytes = Array(reason.utf8.prefix(120))
-            lws_close_reason(connection.wsi, lws_close_status(rawValue: UInt32(code)), &bytes, bytes.count)
+            // Write the close frame ourselves: with the libuv loop, lws 4.1 kills the socket
+            // before sending the frame that `lws_close_reason` queues.
+            let payload = [UInt8(code >> 8), UInt8(code & 0xFF)] + Array(reason.utf8.prefix(120))
+            var buffer = [UInt8](repeating: 0, count: OutFrame.headroom) + payload
+            _ = buffer.withUnsafeMutableBufferPointer { pointer in
+                lwss_write(connection.wsi, pointer.baseAddress! + OutFrame.headroom, payload.count, 4 /* LWS_WRITE_CLOSE, private in 4.1 headers */)
+            }
             return -1
         }
         return 0

@@ -56,7 +56,9 @@ public final class LWSServer: @unchecked Sendable {
 
     /// Creates the context and binds the port. Throws with a clear message when that fails.
     public func start() throws(ServerError) {
-        lws_set_log_level(Int32(LLL_ERR) | Int32(LLL_WARN), nil)
+        // PRESENCE_LWS_LOG=<lws level bitmask> shows libwebsockets' own logs when debugging the shell.
+        let lwsLevel = getenv("PRESENCE_LWS_LOG").flatMap { Int32(String(cString: $0)) } ?? (Int32(LLL_ERR) | Int32(LLL_WARN))
+        lws_set_log_level(lwsLevel, nil)
 
         let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
         protocols.initialize(repeating: lws_protocols(), count: 2)

@@ -7,6 +7,10 @@ final class ShellConnection {
     let wsi: OpaquePointer
     let remote: String
     var receiveBuffer: [UInt8] = []
+    /// Set when the message being received went over the size limit: the rest of it is read and
+    /// dropped, then the connection is closed with 1009 (closing mid-message would reset the socket
+    /// before the client could read why).
+    var discardingOversizedMessage = false
     var assembler: FrameAssembler
     var queue: [OutFrame] = []
     var queueHead = 0

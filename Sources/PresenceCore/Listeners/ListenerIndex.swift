@@ -11,6 +11,12 @@ public struct Listener: Hashable, Sendable {
     public var connection: ConnectionID
     public var path: Path
     public var tag: Int?
+
+    public init(connection: ConnectionID, path: Path, tag: Int?) {
+        self.connection = connection
+        self.path = path
+        self.tag = tag
+    }
 }
 
 /// Every listen of one namespace, in a trie keyed by path segments, so a write finds the listeners

@@ -1,0 +1,79 @@
+import PresenceCore
+import PresenceWire
+
+/// Drives an `Engine` the way the lws shell does, without sockets: text frames in, encoded
+/// messages out per connection, time from a `ManualClock`, deterministic session ids.
+/// The same scenarios run live against the real server in `Tests/live`.
+public final class EngineHarness {
+    public let engine: Engine
+    public let clock: ManualClock
+    private var outboxes: [ConnectionID: [String]] = [:]
+    private var closes: [ConnectionID: (code: Int, reason: String)] = [:]
+    private var nextID: UInt64 = 1
+    private var nextSession = 1
+
+    public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock()) {
+        self.clock = clock
+        var counter = 0
+        self.engine = Engine(policy: policy, makeSessionID: {
+            counter += 1
+            return "session\(counter)"
+        })
+    }
+
+    /// Opens a connection and returns its id; the hello is in its outbox.
+    @discardableResult
+    public func connect(namespace: String? = "test", lastSession: String? = nil, host: String = "localhost:9000") -> ConnectionID {
+        let id = ConnectionID(nextID)
+        nextID += 1
+        engine.open(id, namespace: namespace, lastSession: lastSession, host: host, now: clock.now)
+        collect()
+        return id
+    }
+
+    /// Feeds one client text frame, as the shell would after reassembly.
+    public func send(_ text: String, from id: ConnectionID) {
+        switch try? RequestDecoder.decode(Array(text.utf8)) {
+        case .ping?: engine.ping(id)
+        case .request(let request)?: engine.handle(request, from: id, now: clock.now)
+        case let .invalidRequest(number, _, error)?:
+            if let number { outboxes[id, default: []].append(OutboundEncoder.encode(.reply(number: number, result: .failure(error)))) }
+        case .ignoredControl?, nil: break
+        }
+        collect()
+    }
+
+    /// Sends `{"t":"d","d":{"r":r,"a":action,"b":body}}` with `body` given as JSON text.
+    public func request(_ r: Int, _ action: String, _ body: String, from id: ConnectionID) {
+        send("{\"t\":\"d\",\"d\":{\"r\":\(r),\"a\":\"\(action)\",\"b\":\(body)}}", from: id)
+    }
+
+    public func disconnect(_ id: ConnectionID) {
+        engine.disconnect(id, now: clock.now)
+        collect()
+    }
+
+    /// Everything sent to `id` since the last call, as wire text.
+    public func take(_ id: ConnectionID) -> [String] {
+        defer { outboxes[id] = [] }
+        return outboxes[id] ?? []
+    }
+
+    /// The close the engine asked for on `id`, if any.
+    public func closeRequest(_ id: ConnectionID) -> (code: Int, reason: String)? { closes[id] }
+
+    public var sessionIDs: [ConnectionID: String] = [:]
+
+    private func collect() {
+        for effect in engine.drainEffects() {
+            switch effect {
+            case let .send(recipients, message):
+                let text = OutboundEncoder.encode(message)
+                if case let .hello(_, _, session) = message, let first = recipients.first { sessionIDs[first] = session }
+                for id in recipients { outboxes[id, default: []].append(text) }
+            case let .close(id, code, reason):
+                closes[id] = (code, reason)
+            }
+        }
+    }
+}

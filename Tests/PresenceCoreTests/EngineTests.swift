@@ -1,0 +1,132 @@
+import PresenceCore
+import PresenceTesting
+import Testing
+
+/// The engine driven through the wire codec with a manual clock: the same scenarios the live
+/// tests run against the real server, without sockets.
+@Suite struct EngineTests {
+    let token = "eyJhbGciOiJub25lIiwidHlwZSI6IkpXVCJ9.eyJzdWIiOiJhbGljZSIsImZpcmViYXNlIjp7InNpZ25faW5fcHJvdmlkZXIiOiJjdXN0b20ifX0."
+
+    @Test func helloCarriesTimeHostAndSession() {
+        let harness = EngineHarness()
+        let id = harness.connect(host: "example:9000")
+        #expect(harness.take(id) == [#"{"t":"c","d":{"t":"h","d":{"ts":1700000000000,"v":"5","h":"example:9000","s":"session1"}}}"#])
+    }
+
+    @Test func listenSendsDataBeforeItsOk() {
+        let harness = EngineHarness()
+        let id = harness.connect()
+        _ = harness.take(id)
+        harness.request(1, "q", #"{"p":"/users/alice/presence","h":""}"#, from: id)
+        #expect(harness.take(id) == [
+            #"{"t":"d","d":{"a":"d","b":{"p":"users/alice/presence","d":null}}}"#,
+            #"{"t":"d","d":{"r":1,"b":{"s":"ok","d":{}}}}"#,
+        ])
+    }
+
+    @Test func writeEchoReachesEveryListenerBeforeTheAckWithOneNow() {
+        let harness = EngineHarness()
+        let writer = harness.connect()
+        let watcher = harness.connect()
+        harness.request(1, "q", #"{"p":"/users/alice/presence","h":""}"#, from: writer)
+        harness.request(1, "q", #"{"p":"/users","h":""}"#, from: watcher)
+        _ = harness.take(writer)
+        _ = harness.take(watcher)
+        harness.clock.advance(byMilliseconds: 5)
+        harness.request(2, "p", #"{"p":"/users/alice/presence","d":{"online":true,"lastSeen":{".sv":"timestamp"},"t2":{".sv":"timestamp"}}}"#, from: writer)
+        let echo = #"{"t":"d","d":{"a":"d","b":{"p":"users/alice/presence","d":{"lastSeen":1700000000005,"online":true,"t2":1700000000005}}}}"#
+        #expect(harness.take(writer) == [echo, #"{"t":"d","d":{"r":2,"b":{"s":"ok","d":""}}}"#])
+        // A listener above the write receives the change at the write's path only.
+        #expect(harness.take(watcher) == [echo])
+    }
+
+    @Test func mergeIsPushedAsOneMessageToListenersAbove() {
+        let harness = EngineHarness()
+        let watcher = harness.connect()
+        harness.request(1, "q", #"{"p":"/room","h":""}"#, from: watcher)
+        _ = harness.take(watcher)
+        harness.request(2, "m", #"{"p":"/room","d":{"a/x":1,"b":2}}"#, from: watcher)
+        #expect(harness.take(watcher) == [
+            #"{"t":"d","d":{"a":"m","b":{"p":"room","d":{"a/x":1,"b":2}}}}"#,
+            #"{"t":"d","d":{"r":2,"b":{"s":"ok","d":""}}}"#,
+        ])
+    }
+
+    @Test func onDisconnectRunsOnceWithTheTimeOfTheDisconnect() {
+        let harness = EngineHarness()
+        let alice = harness.connect()
+        let watcher = harness.connect()
+        harness.request(1, "o", #"{"p":"/p","d":{"online":false,"at":{".sv":"timestamp"}}}"#, from: alice)
+        #expect(harness.take(alice).last == #"{"t":"d","d":{"r":1,"b":{"s":"ok","d":""}}}"#)
+        harness.request(1, "q", #"{"p":"/p","h":""}"#, from: watcher)
+        _ = harness.take(watcher)
+        harness.clock.advance(byMilliseconds: 1234)
+        harness.disconnect(alice)
+        #expect(harness.take(watcher) == [#"{"t":"d","d":{"a":"d","b":{"p":"p","d":{"at":1700000001234,"online":false}}}}"#])
+        harness.disconnect(alice)
+        #expect(harness.take(watcher).isEmpty)
+    }
+
+    @Test func reconnectWithLastSessionClosesTheOldOneAndRunsItsOpsFirst() {
+        let harness = EngineHarness()
+        let old = harness.connect()
+        harness.request(1, "o", #"{"p":"/p","d":"offline"}"#, from: old)
+        harness.request(2, "p", #"{"p":"/p","d":"online"}"#, from: old)
+        let session = harness.sessionIDs[old]!
+        let new = harness.connect(lastSession: session)
+        #expect(harness.closeRequest(old)?.code == 4001)
+        harness.request(1, "g", #"{"p":"/p","q":{}}"#, from: new)
+        #expect(harness.take(new).last == #"{"t":"d","d":{"r":1,"b":{"s":"ok","d":"offline"}}}"#)
+    }
+
+    @Test func permissionDeniedRegistrationStoresNothing() {
+        let harness = EngineHarness(policy: DenyWritesPolicy())
+        let id = harness.connect()
+        harness.request(1, "o", #"{"p":"/p","d":1}"#, from: id)
+        #expect(harness.take(id).last == #"{"t":"d","d":{"r":1,"b":{"s":"permission_denied","d":"Permission denied"}}}"#)
+        harness.disconnect(id)
+        #expect(harness.engine.value(at: .root, namespace: "test").isNull)
+    }
+
+    @Test func unauthRevokesListensTheRulesNoLongerAllow() {
+        let harness = EngineHarness(policy: ReadIfSignedInPolicy())
+        let id = harness.connect()
+        harness.request(1, "auth", "{\"cred\":\"\(token)\"}", from: id)
+        harness.request(2, "q", #"{"p":"/users/alice","h":""}"#, from: id)
+        _ = harness.take(id)
+        harness.request(3, "unauth", "{}", from: id)
+        #expect(harness.take(id) == [
+            #"{"t":"d","d":{"r":3,"b":{"s":"ok","d":""}}}"#,
+            #"{"t":"d","d":{"a":"c","b":{"p":"users/alice"}}}"#,
+        ])
+    }
+
+    @Test func invalidTokenIsRefusedWithAReason() {
+        let harness = EngineHarness()
+        let id = harness.connect()
+        _ = harness.take(id)
+        harness.request(1, "auth", #"{"cred":"not-a-token"}"#, from: id)
+        let reply = harness.take(id)
+        #expect(reply.count == 1 && reply[0].contains(#""s":"invalid_token""#))
+    }
+
+    @Test func namespacesAreIndependent() {
+        let harness = EngineHarness()
+        let a = harness.connect(namespace: "a")
+        let b = harness.connect(namespace: "")
+        harness.request(1, "p", #"{"p":"/x","d":1}"#, from: a)
+        harness.request(1, "g", #"{"p":"/x","q":{}}"#, from: b)
+        #expect(harness.take(b).last == #"{"t":"d","d":{"r":1,"b":{"s":"ok","d":null}}}"#)
+        #expect(harness.engine.value(at: try! Path("/x"), namespace: "a") == Node(.number(1)))
+    }
+}
+
+struct DenyWritesPolicy: AccessPolicy {
+    func allowsRead(_ path: Path, root: Node, auth: JSON?, now: Int64) -> Bool { true }
+    func allowsWrite(_ writes: [(Path, Node)], root: Node, auth: JSON?, now: Int64) -> Bool { false }
+}
+
+struct ReadIfSignedInPolicy: AccessPolicy {
+    func allowsRead(_ path: Path, root: Node, auth: JSON?, now: Int64) -> Bool { auth != nil }
+    func allowsWrite(_ writes: [(Path, Node)], root: Node, auth: JSON?, now: Int64) -> Bool { auth != nil }
+}

@@ -1,0 +1,26 @@
+import PresenceCore
+import Testing
+
+@Suite struct ServerValuesTests {
+    func resolve(_ text: String, stored: Node = .null, now: Int64 = 42) throws -> JSON {
+        try ServerValues.resolve(JSONParser.parse(text), at: Path("/x"), now: now, current: { _ in stored })
+    }
+
+    @Test func timestampResolvesToNowEverywhereInTheValue() throws {
+        let json = try resolve(#"{"a":{".sv":"timestamp"},"b":[{".sv":"timestamp"}]}"#)
+        #expect(json == .object([("a", .number(42)), ("b", .array([.number(42)]))]))
+    }
+
+    @Test(arguments: [
+        (Node.null, 1.0), (Node(.number(5)), 6.0), (Node(.string("hello")), 1.0),
+        (Node.branch(["hello": Node(.string("world"))], priority: nil), 1.0),
+    ])
+    func incrementAddsToANumberAndReplacesAnythingElse(stored: Node, expected: Double) throws {
+        #expect(try resolve(#"{".sv":{"increment":1}}"#, stored: stored) == .number(expected))
+    }
+
+    @Test func unknownServerValuesAreRejected() {
+        #expect(throws: DataError.self) { try resolve(#"{".sv":"nope"}"#) }
+        #expect(throws: DataError.self) { try resolve(#"{".sv":{"decrement":1}}"#) }
+    }
+}
