@@ -27,7 +27,7 @@ let package = Package(
         ),
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
-        .target(name: "PresenceCore", exclude: ["Rules"], swiftSettings: strict),  // TEMP exclude
+        .target(name: "PresenceCore", swiftSettings: strict),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
         .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.

@@ -57,7 +57,7 @@ extension LWSServer {
             perform([.send([ConnectionID(id)], .shutdown(reason: "Unsupported protocol version \(version); this server speaks v=5")),
                      .close(ConnectionID(id), code: 1008, reason: "unsupported protocol version")])
         }
-        perform(engine.drainEffects())
+        flushEngine()
     }
 
     func receive(_ id: UInt64, wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
@@ -119,7 +119,7 @@ extension LWSServer {
                 perform([.send([id], .serverError(WireStatus.status(for: error).message))])
             }
         }
-        perform(engine.drainEffects())
+        flushEngine()
     }
 
     /// Tells the client why, then closes; logged once.
@@ -167,7 +167,7 @@ extension LWSServer {
         let reason = connection.pendingClose.map { "\($0.code) \($0.reason)" } ?? "socket closed"
         engine.disconnect(ConnectionID(id), now: now())
         logger.info("connection closed", metadata: ["conn": "\(id)", "remote": "\(connection.remote)", "reason": "\(reason)"])
-        perform(engine.drainEffects())
+        flushEngine()
     }
 
     /// Performs engine effects in order: encode each message once, queue it for every recipient.

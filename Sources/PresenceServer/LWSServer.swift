@@ -26,6 +26,8 @@ public final class LWSServer: @unchecked Sendable {
     var protocols: UnsafeMutablePointer<lws_protocols>?
     var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
     var stopTimer: UnsafeMutablePointer<lwss_timer_t>?
+    var engineTimer: UnsafeMutablePointer<lwss_timer_t>?
+    var engineTimerDeadline: Int64?
     var cStrings: [UnsafeMutablePointer<CChar>] = []
     var destroyStarted = false
 
@@ -45,6 +47,7 @@ public final class LWSServer: @unchecked Sendable {
         protocols?.deallocate()
         retryPolicy?.deallocate()
         stopTimer?.deallocate()
+        engineTimer?.deallocate()
         for string in cStrings { free(string) }
     }
 
@@ -129,7 +132,12 @@ public final class LWSServer: @unchecked Sendable {
     /// which makes an event-library `lws_service` return.
     func beginShutdown() {
         guard let context, stopTimer == nil else { return }
-        logger.info("stopping: closing \(connections.count) connections")
+        logger.info("stopping: closing \(connections.count) connections with 1001 going away")
+        // Say goodbye first: flush what is queued and send a close frame, then destroy shortly after.
+        for connection in connections.values where connection.pendingClose == nil {
+            connection.pendingClose = (1001, "server shutting down")
+            lws_callback_on_writable(connection.wsi)
+        }
         let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
         timer.initialize(to: lwss_timer_t())
         timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
@@ -142,7 +150,7 @@ public final class LWSServer: @unchecked Sendable {
                 server.destroyStarted = true
                 lws_context_destroy(context)
             }
-        }, 1)
+        }, connections.isEmpty ? 1 : 250_000)
     }
 
     func now() -> Int64 { WallClock.nowMilliseconds() }

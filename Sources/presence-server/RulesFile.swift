@@ -18,7 +18,7 @@ enum RulesFile {
             throw ExitCode(1)
         }
         do {
-            return try loadRuleSet(text: text, source: name)
+            return try RuleSet.load(text: text, source: name)
         } catch {
             logger.critical("\(error)")
             throw ExitCode(1)

@@ -130,3 +130,37 @@ struct ReadIfSignedInPolicy: AccessPolicy {
     func allowsRead(_ path: Path, root: Node, auth: JSON?, now: Int64) -> Bool { auth != nil }
     func allowsWrite(_ writes: [(Path, Node)], root: Node, auth: JSON?, now: Int64) -> Bool { auth != nil }
 }
+
+/// Token expiry with a manual clock: the engine asks to be woken at the expiry, then revokes.
+@Suite struct TokenExpiryTests {
+    struct ExpiringVerifier: TokenVerifier {
+        func verify(_ credential: String, now: Int64) -> Result<Credentials, AuthError> {
+            .success(.user(auth: .object([("uid", .string(credential))]), expiresAt: now + 60_000))
+        }
+    }
+
+    @Test func expiredTokenPushesAuthRevokedAndDropsUnreadableListens() throws {
+        let clock = ManualClock()
+        var counter = 0
+        let engine = Engine(verifier: ExpiringVerifier(), policy: ReadIfSignedInPolicy(), makeSessionID: {
+            counter += 1
+            return "s\(counter)"
+        })
+        let id = ConnectionID(1)
+        engine.open(id, namespace: "t", lastSession: nil, host: "h", now: clock.now)
+        engine.handle(NumberedRequest(number: 1, request: .auth(credential: "alice", authVariable: nil, noAuth: false)), from: id, now: clock.now)
+        engine.handle(NumberedRequest(number: 2, request: .listen(path: try Path("/a"), query: nil, tag: nil)), from: id, now: clock.now)
+        _ = engine.drainEffects()
+        #expect(engine.nextDeadline == clock.now + 60_000)
+        clock.advance(byMilliseconds: 59_999)
+        engine.tick(now: clock.now)
+        #expect(engine.drainEffects().isEmpty)
+        clock.advance(byMilliseconds: 1)
+        engine.tick(now: clock.now)
+        #expect(engine.drainEffects() == [
+            .send([id], .authRevoked(.expiredToken("Auth token is expired."))),
+            .send([id], .listenRevoked(path: try Path("/a"), query: nil)),
+        ])
+        #expect(engine.nextDeadline == nil)
+    }
+}

@@ -22,3 +22,16 @@ def test_a_port_in_use_is_a_clear_error(open_server):
                             capture_output=True, text=True, timeout=10)
     assert result.returncode != 0
     assert "could not listen" in result.stderr
+
+
+def test_sigterm_closes_clients_with_going_away_and_exits_cleanly():
+    import websocket
+    from conftest import Server
+    server = Server("--rules", "open")
+    client = server.client()
+    server.proc.terminate()
+    client.ws.settimeout(5)
+    opcode, data = client.ws.recv_data(control_frame=True)
+    assert opcode == websocket.ABNF.OPCODE_CLOSE
+    assert int.from_bytes(data[:2], "big") == 1001
+    assert server.proc.wait(timeout=10) == 0

@@ -14,6 +14,7 @@ def go_online(client, uid):
     auth = client.reply(r_auth)
     assert auth["s"] == "ok" and auth["d"]["auth"]["uid"] == uid and auth["d"]["auth"]["provider"] == "custom"
     assert client.reply(r_listen) == {"s": "ok", "d": {}}
+    assert client.push(f"users/{uid}/presence") is None  # the listen's initial data, sent before its ok
     ondisconnect = client.call("o", {"p": f"/users/{uid}/presence", "d": {"online": False, "lastSeen": SV_TIMESTAMP}})
     assert ondisconnect == {"s": "ok", "d": ""}
     r_set = client.request("p", {"p": f"/users/{uid}/presence", "d": {"online": True, "lastSeen": SV_TIMESTAMP}})

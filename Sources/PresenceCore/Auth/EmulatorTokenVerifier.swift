@@ -20,7 +20,11 @@ public struct EmulatorTokenVerifier: TokenVerifier {
         guard header["alg"]?.stringValue == "none" else {
             return .failure(.invalidToken("Could not parse auth token: emulator mode accepts only unsigned tokens (alg none) or owner"))
         }
-        return FirebaseClaims.credentials(from: claims)
+        // The emulator never enforces expiry: mockUserToken's exp is 3600 (1970).
+        return FirebaseClaims.credentials(from: claims).map { credentials in
+            guard case .user(let auth, _) = credentials else { return credentials }
+            return .user(auth: auth, expiresAt: nil)
+        }
     }
 }
 

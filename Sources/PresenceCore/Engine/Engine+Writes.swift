@@ -116,8 +116,14 @@ extension Engine {
         // One message per distinct content; each encoded once by the shell.
         var order: [String] = []
         var groups: [String: (Outbound, [ConnectionID])] = [:]
+        var keyByListenPath: [Path: String] = [:]
         for listener in affected {
+            if let key = keyByListenPath[listener.path] {
+                groups[key]!.1.append(listener.connection)
+                continue
+            }
             let (key, message) = pushMessage(for: listener.path, writePaths: writePaths, in: ns)
+            keyByListenPath[listener.path] = key
             if groups[key] == nil {
                 order.append(key)
                 groups[key] = (message, [listener.connection])

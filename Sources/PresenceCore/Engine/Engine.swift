@@ -20,6 +20,9 @@ public final class Engine {
     var sessions: [String: ConnectionID] = [:]
     var namespaces: [String: Namespace] = [:]
     var effects: [Effect] = []
+    /// The earliest time something may be due (token expiry; later the grace window). It may be
+    /// stale-early, never late: `tick` recomputes it.
+    var earliestDeadline: Int64?
 
     public init(
         configuration: Configuration = Configuration(),
@@ -160,8 +163,8 @@ public final class Engine {
                 }
             }
             connections[id]?.credentials = credentials
-            var expires: JSON = .null
-            if case .user(_, let expiresAt?) = credentials { expires = .number(Double(expiresAt / 1000)) }
+            if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
+            let expires = credentials.rulesAuth?["token"]?["exp"] ?? .null
             let body: JSON = .object([("auth", credentials.rulesAuth ?? .null), ("expires", expires)])
             reply(number, .success(.json(body)), to: id)
             revokeUnreadableListens(id, now: now)

@@ -104,6 +104,8 @@ public enum Node: Sendable, Equatable {
             self = withPriority(value.leafValue.flatMap(Priority.init(leaf:)))
             return
         }
+        // Deleting below a primitive deletes nothing: the primitive stays (as the clients do).
+        if value.isNull, leafValue != nil { return }
         var children: [String: Node]
         var priority: Priority?
         switch self {

@@ -1,0 +1,33 @@
+import CLibWebSockets
+import PresenceCore
+
+extension LWSServer {
+    /// Performs what the engine produced, then arms the one timer for its next deadline.
+    func flushEngine() {
+        perform(engine.drainEffects())
+        armEngineTimer()
+    }
+
+    /// One lws timer for everything timed in the core (lws inserts timers with a linear sorted
+    /// insert, so the shell never keeps one per connection). Re-armed only when the deadline moves
+    /// earlier; a late-armed timer just finds nothing due and re-arms.
+    func armEngineTimer() {
+        guard let context, let deadline = engine.nextDeadline else { return }
+        if let armed = engineTimerDeadline, armed <= deadline { return }
+        if engineTimer == nil {
+            let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
+            timer.initialize(to: lwss_timer_t())
+            timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+            engineTimer = timer
+        }
+        engineTimerDeadline = deadline
+        let delayMicroseconds = max(1, (deadline - now()) * 1000)
+        lws_sul_schedule(context, 0, &engineTimer!.pointee.sul, { sul in
+            guard let sul else { return }
+            let server = Unmanaged<LWSServer>.fromOpaque(lwss_timer_from_sul(sul)!.pointee.owner).takeUnretainedValue()
+            server.engineTimerDeadline = nil
+            server.engine.tick(now: server.now())
+            server.flushEngine()
+        }, delayMicroseconds)
+    }
+}
