@@ -36,6 +36,7 @@ func presenceCallback(
         return 0
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         if stopRequested.load(ordering: .relaxed) { server.beginShutdown() }
+        server.reloadRulesIfRequested()
         return 0
     default:
         return lws_callback_http_dummy(wsi, reason, user, input, length)

@@ -8,8 +8,9 @@ import Synchronization
 import Glibc
 #endif
 
-/// Set by signal handlers; the loop notices it in `EVENT_WAIT_CANCELLED`.
+/// Set by signal handlers; the loop notices them in `EVENT_WAIT_CANCELLED`.
 let stopRequested = Atomic<Bool>(false)
+let reloadRequested = Atomic<Bool>(false)
 /// The running context, for the signal handler's `lws_cancel_service` (written once at start).
 nonisolated(unsafe) var signalContext: OpaquePointer?
 
@@ -37,10 +38,15 @@ public final class LWSServer: @unchecked Sendable {
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
 
-    public init(configuration: ServerConfiguration, engine: Engine, logger: Logger) {
+    /// Reloads the rules on SIGHUP; nil when the rules are not from a file.
+    let reloadRules: (@Sendable () throws -> any AccessPolicy)?
+
+    public init(configuration: ServerConfiguration, engine: Engine, logger: Logger,
+                reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil) {
         self.configuration = configuration
         self.engine = engine
         self.logger = logger
+        self.reloadRules = reloadRules
     }
 
     deinit {
@@ -106,6 +112,10 @@ public final class LWSServer: @unchecked Sendable {
     private func installSignalHandlers() {
         signal(SIGTERM) { _ in LWSServer.requestStop() }
         signal(SIGINT) { _ in LWSServer.requestStop() }
+        signal(SIGHUP) { _ in
+            reloadRequested.store(true, ordering: .relaxed)
+            if let context = signalContext { lws_cancel_service(context) }
+        }
         signal(SIGPIPE, SIG_IGN)
     }
 
@@ -154,6 +164,20 @@ public final class LWSServer: @unchecked Sendable {
     }
 
     func now() -> Int64 { WallClock.nowMilliseconds() }
+
+    /// SIGHUP: load the rules file again. A file that does not load leaves the running rules in
+    /// force; listeners the new rules no longer allow are revoked with `c`.
+    func reloadRulesIfRequested() {
+        guard reloadRequested.exchange(false, ordering: .relaxed), let reloadRules else { return }
+        do {
+            let policy = try reloadRules()
+            engine.setPolicy(policy, now: now())
+            logger.notice("rules reloaded")
+            flushEngine()
+        } catch {
+            logger.error("rules not reloaded, the previous rules stay in force: \(error)")
+        }
+    }
 }
 
 public enum ServerError: Error, CustomStringConvertible {

@@ -20,7 +20,10 @@ struct PresenceServerCommand: ParsableCommand {
               presence-server                                   # 127.0.0.1:9000, shipped presence rules
               presence-server --port 9100 --rules rules/presence.rules.json
               presence-server --host 0.0.0.0 --insecure         # emulator auth on all interfaces (development only)
-            """
+              presence-server rules check rules/presence.rules.json
+              kill -HUP <pid>                                   # reload the rules file
+            """,
+        subcommands: [RulesCommand.self]
     )
 
     @Option(help: "Address to listen on.")
@@ -29,7 +32,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Port to listen on (0 picks a free port and prints it).")
     var port = 9000
 
-    @Option(help: "Security rules file ({\"rules\": {...}}). 'open' allows everything (tests only).")
+    @Option(help: "Security rules file ({\"rules\": {...}}), reloaded on SIGHUP. 'open' allows everything (tests only).")
     var rules = "rules/presence.rules.json"
 
     @Option(help: "Authentication mode: 'emulator' (owner is admin; unsigned JWTs are accepted).")
@@ -84,7 +87,13 @@ struct PresenceServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "presence-server")
-        let policy = try RulesFile.loadPolicy(rules, logger: logger)
+        let policy: any AccessPolicy
+        do {
+            policy = try RulesFile.loadPolicy(rules, logger: logger)
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
 
         var configuration = ServerConfiguration()
         configuration.host = host
@@ -101,7 +110,11 @@ struct PresenceServerCommand: ParsableCommand {
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID
         )
-        let server = LWSServer(configuration: configuration, engine: engine, logger: logger)
+        let rulesPath = rules
+        let reload: (@Sendable () throws -> any AccessPolicy)? = rules == "open" ? nil : { @Sendable in
+            try RulesFile.loadPolicy(rulesPath, logger: Logger(label: "presence-server"))
+        }
+        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload)
         do {
             try server.start()
         } catch {

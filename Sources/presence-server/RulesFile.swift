@@ -6,6 +6,15 @@ import PresenceCore
 import Glibc
 #endif
 
+enum RulesFileError: Error, CustomStringConvertible {
+    case unreadable(String)
+    var description: String {
+        switch self {
+        case .unreadable(let name): return "cannot read rules file \(name)"
+        }
+    }
+}
+
 /// Loads the rules named by `--rules` into an access policy.
 enum RulesFile {
     static func loadPolicy(_ name: String, logger: Logger) throws -> any AccessPolicy {
@@ -13,16 +22,8 @@ enum RulesFile {
             logger.warning("rules: 'open' allows every read and write to everyone")
             return OpenAccessPolicy()
         }
-        guard let text = readFile(name) else {
-            logger.critical("cannot read rules file \(name)")
-            throw ExitCode(1)
-        }
-        do {
-            return try RuleSet.load(text: text, source: name)
-        } catch {
-            logger.critical("\(error)")
-            throw ExitCode(1)
-        }
+        guard let text = readFile(name) else { throw RulesFileError.unreadable(name) }
+        return try RuleSet.load(text: text, source: name)
     }
 
     static func readFile(_ path: String) -> String? {
