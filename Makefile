@@ -18,15 +18,15 @@ run: release
 # Unit, conformance and replay tests (swift test), then live tests against the real server binary.
 test: deps
 	./scripts/install-deps.sh --test
-	$(SWIFT) build --product presence-server
-	$(SWIFT) test
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
 	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -q Tests/live
 
 test-swift:
 	$(SWIFT) test
 
 test-live:
-	$(SWIFT) build --product presence-server
+	$(SWIFT) build
 	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -q Tests/live
 
 bench: deps

@@ -17,6 +17,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         .systemLibrary(
@@ -28,6 +30,17 @@ let package = Package(
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
         .target(name: "PresenceCore", swiftSettings: strict),
+        // Token verification for deployments: HS256 shared secrets and Firebase ID tokens (RS256).
+        .target(
+            name: "PresenceAuth",
+            dependencies: [
+                "PresenceCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: strict
+        ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
         .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.
@@ -49,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "presence-server",
             dependencies: [
-                "PresenceServer", "PresenceCore",
+                "PresenceServer", "PresenceCore", "PresenceAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -58,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "presence-client",
             dependencies: [
-                "PresenceClient", "PresenceCore",
+                "PresenceClient", "PresenceCore", "PresenceAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -73,6 +86,16 @@ let package = Package(
         ),
         .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(
+            name: "PresenceAuthTests",
+            dependencies: [
+                "PresenceAuth", "PresenceCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
     ],

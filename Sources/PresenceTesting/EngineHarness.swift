@@ -12,10 +12,10 @@ public final class EngineHarness {
     private var nextID: UInt64 = 1
     private var nextSession = 1
 
-    public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock()) {
+    public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock(), graceMilliseconds: Int64 = 0) {
         self.clock = clock
         var counter = 0
-        self.engine = Engine(policy: policy, makeSessionID: {
+        self.engine = Engine(configuration: Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds), policy: policy, makeSessionID: {
             counter += 1
             return "session\(counter)"
         })
@@ -51,6 +51,15 @@ public final class EngineHarness {
     public func disconnect(_ id: ConnectionID) {
         engine.disconnect(id, now: clock.now)
         collect()
+    }
+
+    /// Moves the clock and fires the engine's timer if it is due, as the shell's one timer does.
+    public func advance(byMilliseconds delta: Int64) {
+        clock.advance(byMilliseconds: delta)
+        if let deadline = engine.nextDeadline, deadline <= clock.now {
+            engine.tick(now: clock.now)
+            collect()
+        }
     }
 
     /// Everything sent to `id` since the last call, as wire text.

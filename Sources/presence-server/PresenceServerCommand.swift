@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import PresenceAuth
 import PresenceCore
 import PresenceServer
 
@@ -35,8 +36,20 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Security rules file ({\"rules\": {...}}), reloaded on SIGHUP. 'open' allows everything (tests only).")
     var rules = "rules/presence.rules.json"
 
-    @Option(help: "Authentication mode: 'emulator' (owner is admin; unsigned JWTs are accepted).")
+    @Option(help: "Authentication mode: 'emulator' (owner is admin; unsigned JWTs are accepted), 'hs256' (tokens signed with --secret-file), or 'firebase' (Firebase ID tokens checked against --firebase-keys).")
     var auth = "emulator"
+
+    @Option(help: "hs256: file holding the shared secret (at least 32 bytes). presence-client token mints tokens with it.")
+    var secretFile: String?
+
+    @Option(help: "firebase: the Firebase project id (tokens must have iss https://securetoken.google.com/<id> and aud <id>).")
+    var projectID: String?
+
+    @Option(help: "firebase: public keys, as Google's {kid: PEM certificate} JSON map or a JWKS file.")
+    var firebaseKeys: String?
+
+    @Option(help: "File holding the admin credential (at least 16 characters) for operators and the REST API in hs256 and firebase modes; in emulator mode the admin credential is 'owner'.")
+    var adminTokenFile: String?
 
     @Flag(help: "Allow emulator auth on a non-loopback address. Anyone could then act as any user.")
     var insecure = false
@@ -56,6 +69,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Per-connection libwebsockets receive buffer in bytes (memory per idle connection).")
     var rxBuffer = 1024
 
+    @Option(help: "Seconds a dropped connection's onDisconnect ops are held before they run; a client that comes back in time (ls=<session>, or a write to the same location) cancels them, so nobody flaps offline. 0 runs them at once, as Firebase does.")
+    var disconnectGrace = 3.0
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -63,15 +79,37 @@ struct PresenceServerCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
-        guard auth == "emulator" else { throw ValidationError("--auth must be 'emulator' (other modes are not available yet)") }
+        switch auth {
+        case "emulator": break
+        case "hs256":
+            guard secretFile != nil else { throw ValidationError("--auth hs256 needs --secret-file") }
+        case "firebase":
+            guard projectID != nil, firebaseKeys != nil else { throw ValidationError("--auth firebase needs --project-id and --firebase-keys") }
+        default:
+            throw ValidationError("--auth must be emulator, hs256 or firebase")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard pingInterval > 0, idleTimeout > pingInterval else {
             throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
         }
         guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
         guard rxBuffer >= 128 else { throw ValidationError("--rx-buffer must be at least 128") }
+        guard disconnectGrace >= 0, disconnectGrace <= 3600 else { throw ValidationError("--disconnect-grace must be between 0 and 3600 seconds") }
         if auth == "emulator" && !insecure && !Self.isLoopback(host) {
             throw ValidationError("refusing emulator auth on \(host): anyone could act as any user. Bind 127.0.0.1, or pass --insecure for development")
+        }
+    }
+
+    /// The token verifier for `--auth`, with its keys and the admin credential loaded.
+    func makeVerifier() throws -> any TokenVerifier {
+        let admin = try adminTokenFile.map { try AdminToken.load(fromFile: $0) }
+        switch auth {
+        case "hs256":
+            return HS256TokenVerifier(secret: try HS256Secret.load(fromFile: secretFile!), adminToken: admin)
+        case "firebase":
+            return try FirebaseTokenVerifier(projectID: projectID!, keys: try FirebaseKeys.load(fromFile: firebaseKeys!), adminToken: admin)
+        default:
+            return EmulatorTokenVerifier()
         }
     }
 
@@ -104,9 +142,18 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.rxBufferBytes = rxBuffer
         configuration.defaultNamespace = defaultNamespace
 
+        let verifier: any TokenVerifier
+        do {
+            verifier = try makeVerifier()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
         let engine = Engine(
-            configuration: Engine.Configuration(defaultNamespace: defaultNamespace),
-            verifier: EmulatorTokenVerifier(),
+            configuration: Engine.Configuration(
+                defaultNamespace: defaultNamespace,
+                disconnectGraceMilliseconds: Int64((disconnectGrace * 1000).rounded())),
+            verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID
         )

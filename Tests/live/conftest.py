@@ -99,7 +99,10 @@ class Client:
                 remaining = deadline - time.time()
                 if remaining <= 0:
                     raise AssertionError(f"no matching message within {timeout}s; saw {skipped}")
-                message = self.recv(timeout=remaining)
+                try:
+                    message = self.recv(timeout=remaining)
+                except websocket.WebSocketTimeoutException:
+                    raise AssertionError(f"no matching message within {timeout}s; saw {skipped}")
                 if predicate(message):
                     return message
                 skipped.append(message)
@@ -138,7 +141,8 @@ class Client:
 
 @pytest.fixture
 def presence_server():
-    server = Server("--rules", PRESENCE_RULES)
+    """Firebase's own behaviour: onDisconnect ops run the moment a connection ends."""
+    server = Server("--rules", PRESENCE_RULES, "--disconnect-grace", "0")
     yield server
     assert server.alive(), "the server died during the test"
     server.stop()
@@ -146,7 +150,7 @@ def presence_server():
 
 @pytest.fixture
 def open_server():
-    server = Server("--rules", "open")
+    server = Server("--rules", "open", "--disconnect-grace", "0")
     yield server
     assert server.alive(), "the server died during the test"
     server.stop()

@@ -45,7 +45,7 @@ def test_binary_frame_closes_with_1003(open_server, bystander):
 
 @pytest.mark.parametrize("fragmented", [False, True])
 def test_oversized_message_closes_with_1009(fragmented):
-    server = Server("--rules", "open", "--max-message-bytes", "20000")
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--max-message-bytes", "20000")
     try:
         ok = server.client()
         bad = server.client()

@@ -62,7 +62,7 @@ def test_killed_client_process_goes_offline(presence_server):
 
 
 def test_silent_peer_is_dropped_by_the_liveness_check():
-    server = Server("--rules", "open", "--ping-interval", "1", "--idle-timeout", "3")
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--ping-interval", "1", "--idle-timeout", "3")
     try:
         silent = server.client()
         assert silent.call("o", {"p": "/users/dave/presence", "d": OFFLINE})["s"] == "ok"

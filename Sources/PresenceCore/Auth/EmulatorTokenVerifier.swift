@@ -33,16 +33,20 @@ public enum FirebaseClaims {
     public static func credentials(from claims: JSON) -> Result<Credentials, AuthError> {
         // Legacy custom tokens carry the auth object in `d`.
         if let legacy = claims["d"], case .object = legacy, claims["sub"] == nil {
-            let expires = claims["exp"]?.numberValue.map { Int64($0 * 1000) }
-            return .success(.user(auth: legacy, expiresAt: expires))
+            return .success(.user(auth: legacy, expiresAt: milliseconds(claims["exp"])))
         }
         guard let uid = claims["sub"]?.stringValue ?? claims["user_id"]?.stringValue ?? claims["uid"]?.stringValue, !uid.isEmpty else {
             return .failure(.invalidToken("Could not parse auth token: no sub claim"))
         }
         let provider = claims["firebase"]?["sign_in_provider"]?.stringValue ?? claims["provider"]?.stringValue ?? "custom"
         let auth: JSON = .object([("uid", .string(uid)), ("provider", .string(provider)), ("token", claims)])
-        let expires = claims["exp"]?.numberValue.map { Int64($0 * 1000) }
-        return .success(.user(auth: auth, expiresAt: expires))
+        return .success(.user(auth: auth, expiresAt: milliseconds(claims["exp"])))
+    }
+
+    /// A NumericDate claim (seconds) as milliseconds; nil when absent or not a sane time.
+    static func milliseconds(_ claim: JSON?) -> Int64? {
+        guard let seconds = claim?.numberValue, seconds.isFinite, seconds >= 0, seconds < 1e13 else { return nil }
+        return Int64(seconds * 1000)
     }
 }
 

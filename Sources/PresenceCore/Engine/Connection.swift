@@ -7,4 +7,30 @@ struct Connection {
     /// Untagged listens, by path.
     var listens: Set<Path> = []
     var onDisconnect = OnDisconnectQueue()
+    /// The session this connection said it replaces (`ls`), whose held ops it may cancel once it
+    /// authenticates as the same user.
+    var resumedSession: String?
+}
+
+/// A finished connection's onDisconnect ops, held for the grace window (the server-side debounce).
+struct HeldOps {
+    let sessionID: String
+    let namespace: String
+    /// Who the connection was when it ended; only the same identity can cancel the ops.
+    let identity: String
+    var queue: OnDisconnectQueue
+    /// Server timestamps resolve to this moment: `lastSeen` is when the user left.
+    let disconnectedAt: Int64
+    let runAt: Int64
+}
+
+extension Credentials {
+    /// Who this is, for matching a returning client to its held ops.
+    var identity: String {
+        switch self {
+        case .admin: return "admin"
+        case .unauthenticated: return "anonymous"
+        case .user: return "uid:" + (uid ?? "")
+        }
+    }
 }

@@ -37,6 +37,7 @@ extension Engine {
             return .failure(.permissionDenied)
         }
         commit([write], in: ns)
+        supersedeHeld(by: [write.0], credentials: connection.credentials, namespace: ns.name)
         return .success(())
     }
 
@@ -56,6 +57,7 @@ extension Engine {
             return .failure(.permissionDenied)
         }
         commit(writes, in: ns)
+        supersedeHeld(by: writes.map(\.0), credentials: connection.credentials, namespace: ns.name)
         return .success(())
     }
 
@@ -82,14 +84,15 @@ extension Engine {
         return .success(())
     }
 
-    /// Runs a finished connection's onDisconnect ops: server values resolve now, each op's rules
-    /// are checked again with the credentials it was registered with, the ops that fail are
-    /// dropped, and the rest are applied as one atomic write.
-    func runOnDisconnect(_ queue: OnDisconnectQueue, in ns: Namespace, now: Int64) {
+    /// Runs a finished connection's onDisconnect ops: server values resolve to `timestamp` (when
+    /// the connection ended), each op's rules are checked again at `now` with the credentials it
+    /// was registered with, the ops that fail are dropped, and the rest are applied as one
+    /// atomic write.
+    func runOnDisconnect(_ queue: OnDisconnectQueue, in ns: Namespace, timestamp: Int64, now: Int64) {
         guard !queue.isEmpty else { return }
         var writes: [(Path, Node)] = []
         for op in queue.ops {
-            guard let write = try? prepare(op.value, at: op.path, in: ns, now: now) else { continue }
+            guard let write = try? prepare(op.value, at: op.path, in: ns, now: timestamp) else { continue }
             if mayWrite([write], credentials: op.credentials, in: ns, now: now) {
                 writes.append(write)
             }

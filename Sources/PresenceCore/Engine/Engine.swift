@@ -6,8 +6,12 @@ public final class Engine {
     public struct Configuration: Sendable {
         /// The database used when a client sends an empty or missing `ns`.
         public var defaultNamespace: String
-        public init(defaultNamespace: String = "default") {
+        /// How long a finished connection's onDisconnect ops are held before they run (ms).
+        /// 0 runs them at once, as Firebase does.
+        public var disconnectGraceMilliseconds: Int64
+        public init(defaultNamespace: String = "default", disconnectGraceMilliseconds: Int64 = 0) {
             self.defaultNamespace = defaultNamespace
+            self.disconnectGraceMilliseconds = disconnectGraceMilliseconds
         }
     }
 
@@ -19,6 +23,8 @@ public final class Engine {
     var connections: [ConnectionID: Connection] = [:]
     var sessions: [String: ConnectionID] = [:]
     var namespaces: [String: Namespace] = [:]
+    /// onDisconnect ops in their grace window, by the session that registered them.
+    var held: [String: HeldOps] = [:]
     var effects: [Effect] = []
     /// The earliest time something may be due (token expiry; later the grace window). It may be
     /// stale-early, never late: `tick` recomputes it.
@@ -87,14 +93,23 @@ public final class Engine {
         _ = self.namespace(name)
         var sessionID = makeSessionID()
         while sessions[sessionID] != nil { sessionID = makeSessionID() }
-        connections[id] = Connection(id: id, namespace: name, sessionID: sessionID)
+        var connection = Connection(id: id, namespace: name, sessionID: sessionID)
+        if let lastSession, held[lastSession] != nil {
+            connection.resumedSession = lastSession
+            // An anonymous client has no other proof than the session id itself.
+            if held[lastSession]?.identity == Credentials.unauthenticated.identity {
+                cancelHeld(session: lastSession)
+            }
+        }
+        connections[id] = connection
         sessions[sessionID] = id
         emit(.hello(timestamp: now, host: host, sessionID: sessionID), to: id)
         return sessionID
     }
 
     /// The connection ended for any reason (close frame, TCP close, liveness timeout, kick). Its
-    /// listens are dropped and its onDisconnect ops run once, as one atomic write.
+    /// listens are dropped and its onDisconnect ops run once, as one atomic write: at once with no
+    /// grace window, else when the window ends unless the client came back in time.
     public func disconnect(_ id: ConnectionID, now: Int64) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         sessions.removeValue(forKey: connection.sessionID)
@@ -102,7 +117,17 @@ public final class Engine {
         for path in connection.listens {
             ns.listeners.remove(Listener(connection: id, path: path, tag: nil))
         }
-        runOnDisconnect(connection.onDisconnect, in: ns, now: now)
+        guard !connection.onDisconnect.isEmpty else { return }
+        let grace = configuration.disconnectGraceMilliseconds
+        if grace <= 0 {
+            runOnDisconnect(connection.onDisconnect, in: ns, timestamp: now, now: now)
+            return
+        }
+        held[connection.sessionID] = HeldOps(
+            sessionID: connection.sessionID, namespace: connection.namespace,
+            identity: connection.credentials.identity, queue: connection.onDisconnect,
+            disconnectedAt: now, runAt: now + grace)
+        scheduleDeadline(now + grace)
     }
 
     /// A control ping (`{"t":"c","d":{"t":"p"}}`).
@@ -164,6 +189,9 @@ public final class Engine {
             }
             connections[id]?.credentials = credentials
             if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
+            if let resumed = connections[id]?.resumedSession, held[resumed]?.identity == credentials.identity {
+                cancelHeld(session: resumed)
+            }
             let expires = credentials.rulesAuth?["token"]?["exp"] ?? .null
             let body: JSON = .object([("auth", credentials.rulesAuth ?? .null), ("expires", expires)])
             reply(number, .success(.json(body)), to: id)
