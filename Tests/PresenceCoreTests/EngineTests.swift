@@ -164,3 +164,26 @@ struct ReadIfSignedInPolicy: AccessPolicy {
         #expect(engine.nextDeadline == nil)
     }
 }
+
+@Suite struct OnDisconnectAuthTests {
+    struct ShortLivedVerifier: TokenVerifier {
+        func verify(_ credential: String, now: Int64) -> Result<Credentials, AuthError> {
+            .success(.user(auth: .object([("uid", .string(credential))]), expiresAt: now + 1000))
+        }
+    }
+
+    /// The offline write is not lost to a token that expired while the app was connected: the op
+    /// runs with the credentials it was registered (and checked) with.
+    @Test func opsRegisteredBeforeExpiryStillRunAfterIt() throws {
+        let clock = ManualClock()
+        let engine = Engine(verifier: ShortLivedVerifier(), policy: ReadIfSignedInPolicy(), makeSessionID: { "s" })
+        let id = ConnectionID(1)
+        engine.open(id, namespace: "t", lastSession: nil, host: "h", now: clock.now)
+        engine.handle(NumberedRequest(number: 1, request: .auth(credential: "alice", authVariable: nil, noAuth: false)), from: id, now: clock.now)
+        engine.handle(NumberedRequest(number: 2, request: .onDisconnectPut(path: try Path("/p"), data: "offline")), from: id, now: clock.now)
+        clock.advance(byMilliseconds: 5000)
+        engine.tick(now: clock.now)  // the token expires: the connection is now unauthenticated
+        engine.disconnect(id, now: clock.now)
+        #expect(engine.value(at: try Path("/p"), namespace: "t") == Node(.string("offline")))
+    }
+}
