@@ -31,8 +31,13 @@ func presenceCallback(
         return server.http(wsi, uri: input, length: length)
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return server.httpWriteable(wsi)
+    case LWS_CALLBACK_HTTP_BODY:
+        return server.httpBody(wsi, input: input, length: length)
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        return server.httpBodyComplete(wsi)
     case LWS_CALLBACK_CLOSED_HTTP:
         server.httpResponses.removeValue(forKey: wsi)
+        server.pendingRequests.removeValue(forKey: wsi)
         return 0
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         if stopRequested.load(ordering: .relaxed) { server.beginShutdown() }

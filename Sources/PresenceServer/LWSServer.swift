@@ -34,7 +34,9 @@ public final class LWSServer: @unchecked Sendable {
 
     var connections: [UInt64: ShellConnection] = [:]
     var nextConnectionID: UInt64 = 1
-    var httpResponses: [OpaquePointer: HTTPResponse] = [:]
+    var httpResponses: [OpaquePointer: PendingHTTPResponse] = [:]
+    var pendingRequests: [OpaquePointer: PendingHTTPRequest] = [:]
+    let rest: RESTHandler
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
 
@@ -47,6 +49,7 @@ public final class LWSServer: @unchecked Sendable {
         self.engine = engine
         self.logger = logger
         self.reloadRules = reloadRules
+        self.rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace, makePushID: { PushIDs.make(now: $0) })
     }
 
     deinit {

@@ -74,3 +74,22 @@ public enum JSONWriter {
         out += "\""
     }
 }
+
+extension JSONWriter {
+    /// Indented JSON for `print=pretty`.
+    public static func pretty(_ value: JSON, indent: String = "") -> String {
+        let inner = indent + "  "
+        switch value {
+        case .array(let elements) where !elements.isEmpty:
+            return "[\n" + elements.map { inner + pretty($0, indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
+        case .object(let members) where !members.isEmpty:
+            return "{\n" + members.map { key, member in
+                var line = inner
+                writeString(key, into: &line)
+                return line + ": " + pretty(member, indent: inner)
+            }.joined(separator: ",\n") + "\n" + indent + "}"
+        default:
+            return string(value)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// Entry points for requests that do not arrive on a WebSocket (REST, operators): the same rules,
+/// the same one-order writes and the same listener pushes as wire writes.
+extension Engine {
+    /// A REST write, applied as one atomic write.
+    public enum DirectWrite: Sendable {
+        /// PUT: replace the value at the path (null deletes).
+        case set(JSON)
+        /// PATCH: replace each relative path under the path.
+        case update([Request.Update])
+    }
+
+    /// Checks a credential from a REST request (Bearer token, `auth=` or `access_token=`).
+    public func verify(credential: String, now: Int64) -> Result<Credentials, AuthError> {
+        verifier.verify(credential, now: now)
+    }
+
+    public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64) -> Result<Node, EngineError> {
+        let ns = namespace(name)
+        guard mayRead(path, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
+        let value = ns.root.node(at: path)
+        flushPendingEffects()
+        return .success(value)
+    }
+
+    /// Applies a write and returns the written values as stored (server values resolved).
+    public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64)
+        -> Result<[(Path, Node)], EngineError>
+    {
+        let ns = namespace(name)
+        var writes: [(Path, Node)] = []
+        do {
+            switch operation {
+            case .set(let json):
+                writes.append(try prepare(json, at: path, in: ns, now: now))
+            case .update(let children):
+                for child in children { writes.append(try prepare(child.value, at: path.appending(child.path), in: ns, now: now)) }
+            }
+        } catch {
+            return .failure(EngineError(error))
+        }
+        guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
+        commit(writes, in: ns)
+        supersedeHeld(by: writes.map(\.0), credentials: credentials, namespace: name)
+        return .success(writes)
+    }
+
+    /// Reads never produce effects today; kept so callers need not care.
+    func flushPendingEffects() {}
+}

@@ -1,0 +1,167 @@
+import PresenceCore
+
+/// The REST API (protocol doc §9) on top of the engine: `/<path>.json?ns=…` with GET, PUT, PATCH,
+/// POST and DELETE, `X-HTTP-Method-Override`, `print=silent|pretty`, `shallow`, `format=export`,
+/// and the same credentials, rules and listener pushes as the wire protocol.
+public final class RESTHandler {
+    let engine: Engine
+    let defaultNamespace: String
+    let makePushID: (Int64) -> String
+
+    public init(engine: Engine, defaultNamespace: String, makePushID: @escaping (Int64) -> String) {
+        self.engine = engine
+        self.defaultNamespace = defaultNamespace
+        self.makePushID = makePushID
+    }
+
+    public func handle(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
+        var method = request.method
+        if method == "POST", let override = request.headers["x-http-method-override"]?.uppercased() {
+            guard ["PUT", "PATCH", "DELETE", "GET"].contains(override) else {
+                return .error(400, "X-HTTP-Method-Override must be PUT, PATCH or DELETE")
+            }
+            method = override
+        }
+        guard request.path.hasSuffix(".json") else {
+            return .error(404, "Not found: data paths end in .json, e.g. /users/alice.json")
+        }
+        let credentials: Credentials
+        switch resolveCredentials(request, now: now) {
+        case .success(let resolved): credentials = resolved
+        case .failure(let refusal): return refusal.response
+        }
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
+        let rawPath = String(request.path.dropLast(".json".count))
+        let path: Path
+        do { path = try Path(rawPath) } catch { return .error(400, error.description) }
+        if let unsupported = ["orderBy", "startAt", "startAfter", "endAt", "endBefore", "equalTo", "limitToFirst", "limitToLast"]
+            .first(where: { request.query[$0] != nil }) {
+            return .error(400, "Query parameter \(unsupported) is not supported by this server yet")
+        }
+        if request.headers["accept"]?.contains("text/event-stream") == true {
+            return .error(501, "Streaming (text/event-stream) is not supported by this server yet")
+        }
+        switch method {
+        case "GET": return get(path, namespace: namespace, credentials: credentials, request: request, now: now)
+        case "PUT", "PATCH", "POST", "DELETE":
+            return write(method, path, namespace: namespace, credentials: credentials, request: request, now: now)
+        default: return .error(405, "Method \(method) is not allowed")
+        }
+    }
+
+    /// `Authorization: Bearer <token>`, `access_token=`, `auth=`; then the admin's
+    /// `auth_variable_override` (a JSON auth object, or null for unauthenticated).
+    func resolveCredentials(_ request: HTTPRequest, now: Int64) -> Result<Credentials, HTTPRefusal> {
+        var credentials = Credentials.unauthenticated
+        var tokens: [String] = []
+        if let header = request.headers["authorization"] {
+            let parts = header.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+                return .failure(HTTPRefusal(.error(401, "Authorization header must be 'Bearer <token>'")))
+            }
+            tokens.append(String(parts[1]))
+        }
+        if let token = request.query["access_token"] { tokens.append(token) }
+        if let token = request.query["auth"] { tokens.append(token) }
+        for token in tokens {
+            switch engine.verify(credential: token, now: now) {
+            case .success(let verified): credentials = verified
+            case .failure(.invalidToken(let reason)), .failure(.expiredToken(let reason)):
+                return .failure(HTTPRefusal(.error(401, reason)))
+            }
+        }
+        if let override = request.query["auth_variable_override"] {
+            guard credentials.isAdmin else {
+                return .failure(HTTPRefusal(.error(401, "auth_variable_override needs admin credentials")))
+            }
+            guard let json = try? JSONParser.parse(override) else {
+                return .failure(HTTPRefusal(.error(400, "auth_variable_override is not valid JSON")))
+            }
+            switch json {
+            case .null: credentials = .unauthenticated
+            case .object: credentials = .user(auth: json, expiresAt: nil)
+            default: return .failure(HTTPRefusal(.error(400, "auth_variable_override must be a JSON object or null")))
+            }
+        }
+        return .success(credentials)
+    }
+
+    func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
+        switch engine.read(path, namespace: namespace, credentials: credentials, now: now) {
+        case .failure(let error): return Self.response(for: error)
+        case .success(let node):
+            if request.query["shallow"] == "true" {
+                return render(Self.shallow(node), request: request)
+            }
+            return render(node.json(exportFormat: request.query["format"] == "export"), request: request)
+        }
+    }
+
+    func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
+        var body: JSON = .null
+        if method != "DELETE" {
+            do { body = try JSONParser.parse(bytes: request.body) } catch {
+                return .error(400, "Invalid data; couldn't parse JSON object, array, or value. (\(error.description))")
+            }
+        }
+        var target = path
+        let operation: Engine.DirectWrite
+        switch method {
+        case "PATCH":
+            guard case .object(let members) = body else { return .error(400, "PATCH needs a JSON object of paths to values") }
+            var updates: [Request.Update] = []
+            for (key, value) in members {
+                guard let relative = try? Path(key), !relative.isRoot else { return .error(400, "Invalid key in update: \"\(key)\"") }
+                updates.append(Request.Update(path: relative, value: value))
+            }
+            operation = .update(updates)
+        case "POST":
+            target = path.child(makePushID(now))
+            operation = .set(body)
+        case "DELETE":
+            operation = .set(.null)
+        default:
+            operation = .set(body)
+        }
+        switch engine.write(operation, at: target, namespace: namespace, credentials: credentials, now: now) {
+        case .failure(let error):
+            return Self.response(for: error)
+        case .success(let written):
+            if request.query["print"] == "silent" { return HTTPResponse(status: 204, body: "") }
+            switch method {
+            case "POST": return render(.object([("name", .string(target.last ?? ""))]), request: request)
+            case "DELETE": return render(.null, request: request)
+            case "PATCH":
+                let members = written.map { (path.relative($0.0)?.wireString ?? $0.0.wireString, $0.1.json(exportFormat: true)) }
+                return render(.object(members), request: request)
+            default: return render(written.first?.1.json(exportFormat: true) ?? .null, request: request)
+            }
+        }
+    }
+
+    func render(_ json: JSON, request: HTTPRequest) -> HTTPResponse {
+        let text = request.query["print"] == "pretty" ? JSONWriter.pretty(json) : JSONWriter.string(json)
+        return .json(200, text)
+    }
+
+    /// Object children become `true`; primitives stay as they are.
+    static func shallow(_ node: Node) -> JSON {
+        guard case .branch(let children, _) = node, !children.isEmpty else { return node.json() }
+        return .object(KeyOrder.sortedKeys(children.keys).map { key in
+            if case .leaf(let leaf, _) = children[key]! { return (key, leaf.json) }
+            return (key, .bool(true))
+        })
+    }
+
+    /// Engine errors as HTTP statuses (§9.1); the Python Admin SDK expects 401 "Permission denied".
+    static func response(for error: EngineError) -> HTTPResponse {
+        let (_, message) = WireStatus.status(for: error)
+        switch error {
+        case .permissionDenied, .invalidToken, .expiredToken: return .error(401, message)
+        case .invalidData, .tooBig: return .error(400, message)
+        case .dataStale: return .error(412, message)
+        case .notSupported: return .error(501, message)
+        case .unavailable: return .error(503, message)
+        }
+    }
+}
