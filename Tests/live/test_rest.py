@@ -71,3 +71,23 @@ def test_bad_rest_requests_get_json_errors(open_server):
     assert bad_token.status_code == 401 and "error" in bad_token.json()
     assert requests.get(f"http://{open_server.host}:{open_server.port}/nothing", timeout=5).status_code == 404
     assert requests.get(f"http://{open_server.host}:{open_server.port}/healthz", timeout=5).json() == {"status": "ok"}
+
+
+def test_rules_endpoint_per_namespace_admin_only_and_atomic(open_server):
+    base = f"http://{open_server.host}:{open_server.port}/.settings/rules.json"
+    assert requests.get(base, params={"ns": "a"}, timeout=5).status_code == 401
+    assert requests.get(base, params={"ns": "a", "format": "strict"}, headers=OWNER, timeout=5).json() == {
+        "rules": {".read": True, ".write": True}}
+    rules = '{\n  // only signed-in users\n  "rules": {".read": "auth != null", ".write": "auth != null"}\n}'
+    assert requests.put(base, params={"ns": "a"}, headers=OWNER, data=rules, timeout=5).status_code == 200
+    assert requests.get(base, params={"ns": "a"}, headers=OWNER, timeout=5).text == rules
+    assert requests.get(base, params={"ns": "a", "format": "strict"}, headers=OWNER, timeout=5).json() == {
+        "rules": {".read": "auth != null", ".write": "auth != null"}}
+    # Namespace a is now closed to anonymous clients; namespace b is not affected.
+    a_url = f"http://{open_server.host}:{open_server.port}/x.json"
+    assert requests.get(a_url, params={"ns": "a"}, timeout=5).status_code == 401
+    assert requests.get(a_url, params={"ns": "b"}, timeout=5).status_code == 200
+    # A document that does not load is refused whole with the loader's error; the old rules stay.
+    bad = requests.put(base, params={"ns": "a"}, headers=OWNER, data='{"rules": {".read": "nope =="}}', timeout=5)
+    assert bad.status_code == 400 and "/rules/.read" in bad.json()["error"]
+    assert requests.get(base, params={"ns": "a"}, headers=OWNER, timeout=5).text == rules

@@ -58,10 +58,32 @@ public final class Engine {
     }
 
     /// Replaces the rules of every namespace (and of namespaces created later).
+    /// Replaces the default rules: those of every namespace that has no rules of its own.
     public func setPolicy(_ policy: any AccessPolicy, now: Int64) {
         defaultPolicy = policy
-        for ns in namespaces.values { ns.policy = policy }
+        for ns in namespaces.values where ns.ownRules == nil { ns.policy = policy }
         for id in connections.keys.sorted() { revokeUnreadableListens(id, now: now) }
+    }
+
+    /// Gives one namespace its own rules (REST `PUT /.settings/rules.json?ns=…`), atomically.
+    public func setRules(_ rules: RuleSet, text: String, namespace name: String, now: Int64) {
+        let ns = namespace(name)
+        ns.ownRules = rules
+        ns.ownRulesText = text
+        ns.policy = rules
+        for (id, connection) in connections.sorted(by: { $0.key < $1.key }) where connection.namespace == name {
+            revokeUnreadableListens(id, now: now)
+        }
+    }
+
+    /// The rules in force for a namespace: the uploaded text if it has its own, else the default
+    /// rules' document (nil when the default is not a rules document, e.g. the open policy).
+    public func rules(namespace name: String) -> (document: JSON, text: String?)? {
+        let ns = namespace(name)
+        if let own = ns.ownRules { return (own.document, ns.ownRulesText) }
+        if let ruleSet = defaultPolicy as? RuleSet { return (ruleSet.document, nil) }
+        if defaultPolicy is OpenAccessPolicy { return (RuleSet.allowAll.document, nil) }
+        return nil
     }
 
     /// The stored value at `path` of a namespace (for REST reads, tests and operators).

@@ -22,6 +22,9 @@ public final class RESTHandler {
             }
             method = override
         }
+        if request.path == "/.settings/rules.json" {
+            return rules(method, request: request, now: now)
+        }
         guard request.path.hasSuffix(".json") else {
             return .error(404, "Not found: data paths end in .json, e.g. /users/alice.json")
         }
@@ -84,6 +87,32 @@ public final class RESTHandler {
             }
         }
         return .success(credentials)
+    }
+
+    /// `GET` / `PUT /.settings/rules.json?ns=…`, admin only.
+    func rules(_ method: String, request: HTTPRequest, now: Int64) -> HTTPResponse {
+        guard case .success(let credentials) = resolveCredentials(request, now: now), credentials.isAdmin,
+              request.query["auth_variable_override"] == nil else {
+            return .error(401, "Permission denied: rules need admin credentials")
+        }
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
+        switch method {
+        case "GET":
+            guard let rules = engine.rules(namespace: namespace) else { return .error(404, "No rules document is in force") }
+            if request.query["format"] != "strict", let text = rules.text { return .json(200, text) }
+            return render(rules.document, request: request)
+        case "PUT":
+            guard let text = String(validating: request.body, as: UTF8.self) else { return .error(400, "Rules must be UTF-8 text") }
+            do {
+                let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(namespace)")
+                engine.setRules(ruleSet, text: text, namespace: namespace, now: now)
+                return .json(200, "{\"status\":\"ok\"}")
+            } catch {
+                return .error(400, error.description)
+            }
+        default:
+            return .error(405, "Rules support GET and PUT")
+        }
     }
 
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
