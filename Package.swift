@@ -79,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "presence-bench",
             dependencies: [
-                "PresenceClient", "CLibWebSockets",
+                "PresenceClient", "PresenceCore", "CLibWebSockets",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `make bench`: a short version of every scenario, a few minutes in all. Each prints one JSON line.
+# The full versions and recorded results are in docs/performance.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift build -c release --product presence-bench >&2
+swift build -c release --product presence-server >&2
+export SKIP_BUILD=1
+echo "== echo ceiling (lws echo server, K=50)" >&2
+K=50 DURATION=3 PORT=9180 bench/echo.sh
+echo "== connections (2000 listeners)" >&2
+COUNT=2000 HOLD=1 PORT=9181 bench/connections.sh
+echo "== fanout (200 users, 200 watchers x 10, 1000 writes/s, 5 s)" >&2
+USERS=200 WATCHERS=200 SUBS=10 RATE=1000 DURATION=5 PORT=9182 bench/fanout.sh
+echo "== rules (presence rules, 100k users)" >&2
+ITERATIONS=100000 bench/rules.sh
