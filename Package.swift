@@ -64,6 +64,7 @@ let package = Package(
             dependencies: [
                 "PresenceServer", "PresenceCore", "PresenceAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

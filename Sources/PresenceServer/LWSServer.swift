@@ -49,7 +49,7 @@ public final class LWSServer: @unchecked Sendable {
         self.engine = engine
         self.logger = logger
         self.reloadRules = reloadRules
-        self.rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace, makePushID: { PushIDs.make(now: $0) })
+        self.rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
     }
 
     deinit {

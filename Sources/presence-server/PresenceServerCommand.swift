@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Logging
 import PresenceAuth
 import PresenceCore
@@ -152,7 +153,8 @@ struct PresenceServerCommand: ParsableCommand {
         let engine = Engine(
             configuration: Engine.Configuration(
                 defaultNamespace: defaultNamespace,
-                disconnectGraceMilliseconds: Int64((disconnectGrace * 1000).rounded())),
+                disconnectGraceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
+                hashDigest: { Array(Insecure.SHA1.hash(data: $0)) }),
             verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID

@@ -95,9 +95,11 @@ def test_garbage_envelope_closes_but_others_continue(open_server, bystander):
     assert code == 1007
 
 
-def test_filtered_query_gets_a_well_formed_answer_not_a_hang(open_server):
+def test_invalid_query_gets_a_clear_error_not_a_hang(open_server, bystander):
     client = open_server.client()
-    reply = client.call("q", {"p": "/users", "q": {"l": 2, "vf": "l", "i": "age"}, "t": 1, "h": ""})
+    reply = client.call("q", {"p": "/users", "q": {"l": 0, "vf": "l", "i": "age"}, "t": 1, "h": ""})
+    assert reply["s"] != "ok" and isinstance(reply["d"], str)
+    reply = client.call("q", {"p": "/users", "q": "not an object", "t": 2, "h": ""})
     assert reply["s"] != "ok" and isinstance(reply["d"], str)
 
 

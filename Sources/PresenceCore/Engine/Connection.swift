@@ -4,12 +4,24 @@ struct Connection {
     let namespace: String
     let sessionID: String
     var credentials: Credentials = .unauthenticated
-    /// Untagged listens, by path.
-    var listens: Set<Path> = []
+    /// Active listens by (path, query identity).
+    var listens: [ListenKey: Listen] = [:]
     var onDisconnect = OnDisconnectQueue()
     /// The session this connection said it replaces (`ls`), whose held ops it may cancel once it
     /// authenticates as the same user.
     var resumedSession: String?
+}
+
+struct ListenKey: Hashable {
+    let path: Path
+    let queryIdentity: String
+}
+
+struct Listen {
+    let listener: Listener
+    /// The query as the client sent it, echoed in a `c` revocation (clients rebuild its identity).
+    let rawQuery: JSON?
+    let spec: QuerySpec
 }
 
 /// A finished connection's onDisconnect ops, held for the grace window (the server-side debounce).

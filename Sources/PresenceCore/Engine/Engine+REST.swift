@@ -14,12 +14,16 @@ extension Engine {
         verifier.verify(credential, now: now)
     }
 
-    public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64) -> Result<Node, EngineError> {
+    public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
+                     query: QuerySpec = .default) -> Result<Node, EngineError> {
         let ns = namespace(name)
-        guard mayRead(path, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
-        let value = ns.root.node(at: path)
-        flushPendingEffects()
-        return .success(value)
+        guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
+        return .success(query.apply(to: ns.root.node(at: path)))
+    }
+
+    /// The stored value, with no rules check (for conditional requests that already passed them).
+    public func storedValue(at path: Path, namespace name: String) -> Node {
+        namespace(name).root.node(at: path)
     }
 
     /// Applies a write and returns the written values as stored (server values resolved).
@@ -43,7 +47,4 @@ extension Engine {
         supersedeHeld(by: writes.map(\.0), credentials: credentials, namespace: name)
         return .success(writes)
     }
-
-    /// Reads never produce effects today; kept so callers need not care.
-    func flushPendingEffects() {}
 }

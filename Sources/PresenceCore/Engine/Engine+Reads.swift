@@ -1,62 +1,75 @@
 extension Engine {
-    /// A filtered query (one that needs a tag) — not served yet; answered with a clear error.
-    static func isFiltered(_ query: JSON?, tag: Int?) -> Bool {
-        if tag != nil { return true }
-        guard let query, case .object(let members) = query else { return false }
-        return !members.isEmpty
+    func mayRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec = .default) -> Bool {
+        if credentials.isAdmin { return true }
+        if query.isDefault { return ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now) }
+        return ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now, query: query)
     }
 
-    func mayRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64) -> Bool {
-        credentials.isAdmin || ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now)
+    /// The query of a `q`/`g`/`n` request: nil (or `{}`) is the default, whole-location query.
+    static func querySpec(_ raw: JSON?) -> Result<QuerySpec, EngineError> {
+        guard let raw, !raw.isNull else { return .success(.default) }
+        if case .object(let members) = raw, members.isEmpty { return .success(.default) }
+        do { return .success(try QuerySpec(wire: raw)) } catch { return .failure(.invalidData(error.description)) }
     }
 
-    /// `q`: check read rules, send the current data, then the ok (§3.2: data before ok).
+    /// `q`: check read rules, send the current data (filtered and tagged for a query), then the ok
+    /// (§3.2: data before ok).
     func listen(_ id: ConnectionID, number: Int?, path: Path, query: JSON?, tag: Int?, now: Int64) {
         guard let connection = connections[id] else { return }
-        if Engine.isFiltered(query, tag: tag) {
-            reply(number, .failure(.notSupported("Filtered queries (limits and ranges) are not supported by this server yet")), to: id)
-            return
+        let spec: QuerySpec
+        switch Engine.querySpec(query) {
+        case .success(let parsed): spec = parsed
+        case .failure(let error): return reply(number, .failure(error), to: id)
         }
         let ns = namespace(connection.namespace)
-        guard mayRead(path, credentials: connection.credentials, in: ns, now: now) else {
+        guard mayRead(path, credentials: connection.credentials, in: ns, now: now, query: spec) else {
             reply(number, .failure(.permissionDenied), to: id)
             return
         }
-        ns.listeners.add(Listener(connection: id, path: path, tag: nil))
-        connections[id]?.listens.insert(path)
-        emit(.data(path: path, value: ns.root.node(at: path), tag: nil), to: id)
+        let tagged = tag != nil && !spec.isDefault
+        let listener = Listener(connection: id, path: path, tag: tagged ? tag : nil, query: tagged ? spec : nil)
+        let key = ListenKey(path: path, queryIdentity: tagged ? spec.identity : QuerySpec.default.identity)
+        if let previous = connections[id]?.listens[key] { ns.listeners.remove(previous.listener) }
+        ns.listeners.add(listener)
+        connections[id]?.listens[key] = Listen(listener: listener, rawQuery: tagged ? query : nil, spec: spec)
+        let value = ns.root.node(at: path)
+        emit(.data(path: path, value: tagged ? spec.apply(to: value) : value, tag: listener.tag), to: id)
         reply(number, .success(.emptyObject), to: id)
     }
 
-    func unlisten(_ id: ConnectionID, path: Path, tag: Int?) {
-        guard let connection = connections[id], tag == nil else { return }
-        namespace(connection.namespace).listeners.remove(Listener(connection: id, path: path, tag: nil))
-        connections[id]?.listens.remove(path)
+    func unlisten(_ id: ConnectionID, path: Path, query: JSON?, tag: Int?) {
+        guard let connection = connections[id], case .success(let spec) = Engine.querySpec(query) else { return }
+        let key = ListenKey(path: path, queryIdentity: tag != nil && !spec.isDefault ? spec.identity : QuerySpec.default.identity)
+        guard let listen = connection.listens[key] else { return }
+        namespace(connection.namespace).listeners.remove(listen.listener)
+        connections[id]?.listens.removeValue(forKey: key)
     }
 
-    /// `g`: a one-shot read.
+    /// `g`: a one-shot read, filtered by its query.
     func get(_ id: ConnectionID, number: Int?, path: Path, query: JSON?, now: Int64) {
         guard let connection = connections[id] else { return }
-        if Engine.isFiltered(query, tag: nil) {
-            reply(number, .failure(.notSupported("Filtered queries (limits and ranges) are not supported by this server yet")), to: id)
-            return
+        let spec: QuerySpec
+        switch Engine.querySpec(query) {
+        case .success(let parsed): spec = parsed
+        case .failure(let error): return reply(number, .failure(error), to: id)
         }
         let ns = namespace(connection.namespace)
-        guard mayRead(path, credentials: connection.credentials, in: ns, now: now) else {
+        guard mayRead(path, credentials: connection.credentials, in: ns, now: now, query: spec) else {
             reply(number, .failure(.permissionDenied), to: id)
             return
         }
-        reply(number, .success(.node(ns.root.node(at: path))), to: id)
+        reply(number, .success(.node(spec.apply(to: ns.root.node(at: path)))), to: id)
     }
 
     /// After an auth or rules change, listens the connection may no longer read are cancelled with `c`.
     func revokeUnreadableListens(_ id: ConnectionID, now: Int64) {
         guard let connection = connections[id] else { return }
         let ns = namespace(connection.namespace)
-        for path in connection.listens.sorted() where !mayRead(path, credentials: connection.credentials, in: ns, now: now) {
-            ns.listeners.remove(Listener(connection: id, path: path, tag: nil))
-            connections[id]?.listens.remove(path)
-            emit(.listenRevoked(path: path, query: nil), to: id)
+        let ordered = connection.listens.sorted { ($0.key.path, $0.key.queryIdentity) < ($1.key.path, $1.key.queryIdentity) }
+        for (key, listen) in ordered where !mayRead(key.path, credentials: connection.credentials, in: ns, now: now, query: listen.spec) {
+            ns.listeners.remove(listen.listener)
+            connections[id]?.listens.removeValue(forKey: key)
+            emit(.listenRevoked(path: key.path, query: listen.rawQuery), to: id)
         }
     }
 }

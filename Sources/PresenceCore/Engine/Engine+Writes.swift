@@ -27,10 +27,14 @@ extension Engine {
     /// `p`: replace the value at `path`.
     func put(_ id: ConnectionID, path: Path, data: JSON, hash: String?, now: Int64) -> Result<Void, EngineError> {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
-        if hash != nil {
-            return .failure(.notSupported("Transactions (p with h) are not supported by this server yet"))
-        }
         let ns = namespace(connection.namespace)
+        if let hash {
+            // A transaction: it applies only if the value is still the one the client started from.
+            guard let current = self.hash(ns.root.node(at: path)) else {
+                return .failure(.notSupported("Transactions need the server's data hash, which is not configured"))
+            }
+            if current != hash { return .failure(.dataStale) }
+        }
         let write: (Path, Node)
         do { write = try prepare(data, at: path, in: ns, now: now) } catch { return .failure(EngineError(error)) }
         guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
@@ -121,12 +125,12 @@ extension Engine {
         var groups: [String: (Outbound, [ConnectionID])] = [:]
         var keyByListenPath: [Path: String] = [:]
         for listener in affected {
-            if let key = keyByListenPath[listener.path] {
+            if listener.query == nil, let key = keyByListenPath[listener.path] {
                 groups[key]!.1.append(listener.connection)
                 continue
             }
-            let (key, message) = pushMessage(for: listener.path, writePaths: writePaths, in: ns)
-            keyByListenPath[listener.path] = key
+            let (key, message) = pushMessage(for: listener, writePaths: writePaths, in: ns)
+            if listener.query == nil { keyByListenPath[listener.path] = key }
             if groups[key] == nil {
                 order.append(key)
                 groups[key] = (message, [listener.connection])
@@ -142,7 +146,14 @@ extension Engine {
 
     /// What a listener at `listenPath` receives for these writes: the whole value at the listen path
     /// when a write covers it, else the changed value below it, never data outside it.
-    private func pushMessage(for listenPath: Path, writePaths: [Path], in ns: Namespace) -> (String, Outbound) {
+    private func pushMessage(for listener: Listener, writePaths: [Path], in ns: Namespace) -> (String, Outbound) {
+        let listenPath = listener.path
+        if let query = listener.query {
+            // A filtered query: recompute its whole result, so children entering or leaving the
+            // window are right, and push it with the client's tag.
+            let key = "t\(listener.connection.raw):\(listener.tag ?? 0):" + listenPath.wireString
+            return (key, .data(path: listenPath, value: query.apply(to: ns.root.node(at: listenPath)), tag: listener.tag))
+        }
         if writePaths.contains(where: { $0.contains(listenPath) }) {
             return ("d" + listenPath.wireString, .data(path: listenPath, value: ns.root.node(at: listenPath), tag: nil))
         }

@@ -9,9 +9,14 @@ public final class Engine {
         /// How long a finished connection's onDisconnect ops are held before they run (ms).
         /// 0 runs them at once, as Firebase does.
         public var disconnectGraceMilliseconds: Int64
-        public init(defaultNamespace: String = "default", disconnectGraceMilliseconds: Int64 = 0) {
+        /// SHA-1, for the data hash of transactions and ETags (§8.4). The core has no crypto of its
+        /// own; without it, transactions answer `not_supported`.
+        public var hashDigest: (@Sendable ([UInt8]) -> [UInt8])?
+        public init(defaultNamespace: String = "default", disconnectGraceMilliseconds: Int64 = 0,
+                    hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil) {
             self.defaultNamespace = defaultNamespace
             self.disconnectGraceMilliseconds = disconnectGraceMilliseconds
+            self.hashDigest = hashDigest
         }
     }
 
@@ -86,6 +91,12 @@ public final class Engine {
         return nil
     }
 
+    /// The §8.4 hash of a value (the transaction `h`, the REST ETag), or nil without a digest.
+    public func hash(_ node: Node) -> String? {
+        guard let digest = configuration.hashDigest else { return nil }
+        return DataHash.hash(node, digest: digest)
+    }
+
     /// The stored value at `path` of a namespace (for REST reads, tests and operators).
     public func value(at path: Path, namespace name: String) -> Node {
         namespaces[name]?.root.node(at: path) ?? .null
@@ -136,9 +147,7 @@ public final class Engine {
         guard let connection = connections.removeValue(forKey: id) else { return }
         sessions.removeValue(forKey: connection.sessionID)
         let ns = namespace(connection.namespace)
-        for path in connection.listens {
-            ns.listeners.remove(Listener(connection: id, path: path, tag: nil))
-        }
+        for listen in connection.listens.values { ns.listeners.remove(listen.listener) }
         guard !connection.onDisconnect.isEmpty else { return }
         let grace = configuration.disconnectGraceMilliseconds
         if grace <= 0 {
@@ -175,8 +184,8 @@ public final class Engine {
             revokeUnreadableListens(id, now: now)
         case let .listen(path, query, tag):
             listen(id, number: number, path: path, query: query, tag: tag, now: now)
-        case let .unlisten(path, _, tag):
-            unlisten(id, path: path, tag: tag)
+        case let .unlisten(path, query, tag):
+            unlisten(id, path: path, query: query, tag: tag)
             reply(number, .success(.empty), to: id)
         case let .get(path, query):
             get(id, number: number, path: path, query: query, now: now)

@@ -6,16 +6,19 @@ public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConverti
     public var description: String { "#\(raw)" }
 }
 
-/// One active listen: a connection watching a path (with an optional query tag).
+/// One active listen: a connection watching a path, whole (`query` nil) or through a filtered,
+/// tagged query whose result is recomputed and pushed with its tag.
 public struct Listener: Hashable, Sendable {
     public var connection: ConnectionID
     public var path: Path
     public var tag: Int?
+    public var query: QuerySpec?
 
-    public init(connection: ConnectionID, path: Path, tag: Int?) {
+    public init(connection: ConnectionID, path: Path, tag: Int?, query: QuerySpec? = nil) {
         self.connection = connection
         self.path = path
         self.tag = tag
+        self.query = query
     }
 }
 

@@ -6,12 +6,11 @@ import PresenceCore
 public final class RESTHandler {
     let engine: Engine
     let defaultNamespace: String
-    let makePushID: (Int64) -> String
+    var pushIDs = PushID.Generator()
 
-    public init(engine: Engine, defaultNamespace: String, makePushID: @escaping (Int64) -> String) {
+    public init(engine: Engine, defaultNamespace: String) {
         self.engine = engine
         self.defaultNamespace = defaultNamespace
-        self.makePushID = makePushID
     }
 
     public func handle(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
@@ -37,10 +36,6 @@ public final class RESTHandler {
         let rawPath = String(request.path.dropLast(".json".count))
         let path: Path
         do { path = try Path(rawPath) } catch { return .error(400, error.description) }
-        if let unsupported = ["orderBy", "startAt", "startAfter", "endAt", "endBefore", "equalTo", "limitToFirst", "limitToLast"]
-            .first(where: { request.query[$0] != nil }) {
-            return .error(400, "Query parameter \(unsupported) is not supported by this server yet")
-        }
         if request.headers["accept"]?.contains("text/event-stream") == true {
             return .error(501, "Streaming (text/event-stream) is not supported by this server yet")
         }
@@ -116,14 +111,29 @@ public final class RESTHandler {
     }
 
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
-        switch engine.read(path, namespace: namespace, credentials: credentials, now: now) {
+        let query: QuerySpec
+        do { query = try QuerySpec(rest: request.query) } catch { return .error(400, error.description) }
+        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query) {
         case .failure(let error): return Self.response(for: error)
         case .success(let node):
-            if request.query["shallow"] == "true" {
-                return render(Self.shallow(node), request: request)
+            var headers: [(String, String)] = []
+            if wantsETag(request) || request.headers["if-none-match"] != nil {
+                let tag = etag(node)
+                if let match = request.headers["if-none-match"], match == tag {
+                    return HTTPResponse(status: 304, headers: [("ETag", tag)], body: "")
+                }
+                if wantsETag(request) { headers.append(("ETag", tag)) }
             }
-            return render(node.json(exportFormat: request.query["format"] == "export"), request: request)
+            let body = request.query["shallow"] == "true" ? Shallow.shallow(node) : node.json(exportFormat: request.query["format"] == "export")
+            return render(body, request: request, headers: headers)
         }
+    }
+
+    func wantsETag(_ request: HTTPRequest) -> Bool { request.headers["x-firebase-etag"]?.lowercased() == "true" }
+
+    /// The §8.4 hash of a value, or `null_etag` for no data (§9.3).
+    func etag(_ node: Node) -> String {
+        node.isNull ? "null_etag" : (engine.hash(node) ?? "null_etag")
     }
 
     func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
@@ -131,6 +141,18 @@ public final class RESTHandler {
         if method != "DELETE" {
             do { body = try JSONParser.parse(bytes: request.body) } catch {
                 return .error(400, "Invalid data; couldn't parse JSON object, array, or value. (\(error.description))")
+            }
+        }
+        if let expected = request.headers["if-match"] {
+            // A conditional write (the Admin SDK's transactions): 412 with the current value and
+            // ETag when someone else changed it first.
+            let current = engine.storedValue(at: path, namespace: namespace)
+            let tag = etag(current)
+            if expected != tag {
+                guard case .success = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
+                    return Self.response(for: .permissionDenied)
+                }
+                return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", tag)])
             }
         }
         var target = path
@@ -145,7 +167,7 @@ public final class RESTHandler {
             }
             operation = .update(updates)
         case "POST":
-            target = path.child(makePushID(now))
+            target = path.child(pushIDs.next(now: now))
             operation = .set(body)
         case "DELETE":
             operation = .set(.null)
@@ -156,30 +178,25 @@ public final class RESTHandler {
         case .failure(let error):
             return Self.response(for: error)
         case .success(let written):
-            if request.query["print"] == "silent" { return HTTPResponse(status: 204, body: "") }
+            var headers: [(String, String)] = []
+            if request.headers["if-match"] != nil || wantsETag(request) {
+                headers.append(("ETag", etag(engine.storedValue(at: path, namespace: namespace))))
+            }
+            if request.query["print"] == "silent" { return HTTPResponse(status: 204, headers: headers, body: "") }
             switch method {
-            case "POST": return render(.object([("name", .string(target.last ?? ""))]), request: request)
-            case "DELETE": return render(.null, request: request)
+            case "POST": return render(.object([("name", .string(target.last ?? ""))]), request: request, headers: headers)
+            case "DELETE": return render(.null, request: request, headers: headers)
             case "PATCH":
                 let members = written.map { (path.relative($0.0)?.wireString ?? $0.0.wireString, $0.1.json(exportFormat: true)) }
-                return render(.object(members), request: request)
-            default: return render(written.first?.1.json(exportFormat: true) ?? .null, request: request)
+                return render(.object(members), request: request, headers: headers)
+            default: return render(written.first?.1.json(exportFormat: true) ?? .null, request: request, headers: headers)
             }
         }
     }
 
-    func render(_ json: JSON, request: HTTPRequest) -> HTTPResponse {
+    func render(_ json: JSON, request: HTTPRequest, headers: [(String, String)] = []) -> HTTPResponse {
         let text = request.query["print"] == "pretty" ? JSONWriter.pretty(json) : JSONWriter.string(json)
-        return .json(200, text)
-    }
-
-    /// Object children become `true`; primitives stay as they are.
-    static func shallow(_ node: Node) -> JSON {
-        guard case .branch(let children, _) = node, !children.isEmpty else { return node.json() }
-        return .object(KeyOrder.sortedKeys(children.keys).map { key in
-            if case .leaf(let leaf, _) = children[key]! { return (key, leaf.json) }
-            return (key, .bool(true))
-        })
+        return .json(200, text, headers: headers)
     }
 
     /// Engine errors as HTTP statuses (§9.1); the Python Admin SDK expects 401 "Permission denied".
