@@ -38,6 +38,7 @@ func presenceCallback(
     case LWS_CALLBACK_CLOSED_HTTP:
         server.httpResponses.removeValue(forKey: wsi)
         server.pendingRequests.removeValue(forKey: wsi)
+        server.streamClosed(wsi)
         return 0
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         if stopRequested.load(ordering: .relaxed) { server.beginShutdown() }

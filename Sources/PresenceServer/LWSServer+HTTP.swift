@@ -21,12 +21,19 @@ extension LWSServer {
         if request.path == "/healthz" && request.method == "GET" {
             return respond(wsi, .json(200, "{\"status\":\"ok\"}"))
         }
+        switch rest.stream(request, now: now()) {
+        case .success(let stream)?: return openStream(wsi, stream)
+        case .failure(let refusal)?: return respond(wsi, refusal.response)
+        case nil: break
+        }
         let hasBody = ["PUT", "PATCH", "POST"].contains(request.method) && (Int(request.headers["content-length"] ?? "") ?? 0) > 0
         if hasBody {
             pendingRequests[wsi] = PendingHTTPRequest(request: request)
             return 0
         }
-        return respond(wsi, rest.handle(request, now: now()))
+        let response = rest.handle(request, now: now())
+        flushEngine()
+        return respond(wsi, response)
     }
 
     func httpBody(_ wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
@@ -117,6 +124,7 @@ extension LWSServer {
     }
 
     func httpWriteable(_ wsi: OpaquePointer) -> Int32 {
+        if let id = streamsByWSI[wsi], let stream = streams[id] { return streamWriteable(stream) }
         guard var response = httpResponses.removeValue(forKey: wsi) else { return 0 }
         let count = response.bodyCount
         let written = response.body.withUnsafeMutableBufferPointer { buffer in

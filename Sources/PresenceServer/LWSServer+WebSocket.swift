@@ -182,6 +182,10 @@ extension LWSServer {
                 }
                 let frames = pieces.map(OutFrame.init(payload:))
                 for recipient in recipients {
+                    if let stream = streams[recipient.raw] {
+                        enqueue(message, onStream: stream)
+                        continue
+                    }
                     guard let connection = connections[recipient.raw], connection.pendingClose == nil else { continue }
                     for frame in frames { connection.enqueue(frame) }
                     if connection.queuedBytes > configuration.maxQueuedBytes {

@@ -36,6 +36,11 @@ public final class LWSServer: @unchecked Sendable {
     var nextConnectionID: UInt64 = 1
     var httpResponses: [OpaquePointer: PendingHTTPResponse] = [:]
     var pendingRequests: [OpaquePointer: PendingHTTPRequest] = [:]
+    var streams: [UInt64: StreamConnection] = [:]
+    var streamsByWSI: [OpaquePointer: UInt64] = [:]
+    var keepAliveTimer: UnsafeMutablePointer<lwss_timer_t>?
+    /// Interval of SSE `keep-alive` events.
+    var keepAliveMicroseconds: Int64 { Int64(configuration.streamKeepAliveSeconds) * 1_000_000 }
     let rest: RESTHandler
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
@@ -57,6 +62,7 @@ public final class LWSServer: @unchecked Sendable {
         retryPolicy?.deallocate()
         stopTimer?.deallocate()
         engineTimer?.deallocate()
+        keepAliveTimer?.deallocate()
         for string in cStrings { free(string) }
     }
 

@@ -13,6 +13,8 @@ public struct ServerConfiguration: Sendable {
     /// Outbound bytes queued for one connection before it is closed as too slow.
     public var maxQueuedBytes = 16 * 1_048_576
     public var defaultNamespace = "default"
+    /// Seconds between `keep-alive` events on REST streams.
+    public var streamKeepAliveSeconds = 30
 
     public init() {}
 }

@@ -73,6 +73,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Seconds a dropped connection's onDisconnect ops are held before they run; a client that comes back in time (ls=<session>, or a write to the same location) cancels them, so nobody flaps offline. 0 runs them at once, as Firebase does.")
     var disconnectGrace = 3.0
 
+    @Option(help: "Seconds between keep-alive events on REST streams (text/event-stream).")
+    var streamKeepAlive = 30
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -94,6 +97,7 @@ struct PresenceServerCommand: ParsableCommand {
             throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
         }
         guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
+        guard streamKeepAlive > 0 else { throw ValidationError("--stream-keep-alive must be positive") }
         guard rxBuffer >= 128 else { throw ValidationError("--rx-buffer must be at least 128") }
         guard disconnectGrace >= 0, disconnectGrace <= 3600 else { throw ValidationError("--disconnect-grace must be between 0 and 3600 seconds") }
         if auth == "emulator" && !insecure && !Self.isLoopback(host) {
@@ -142,6 +146,7 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.rxBufferBytes = rxBuffer
         configuration.defaultNamespace = defaultNamespace
+        configuration.streamKeepAliveSeconds = streamKeepAlive
 
         let verifier: any TokenVerifier
         do {

@@ -129,3 +129,15 @@ def test_presence_client_token_mints_what_the_hs256_server_accepts(hs256_server,
     bad = subprocess.run([client_binary, "token", "--uid", "carol", "--secret-file", str(tmp_path / "missing")],
                          capture_output=True, text=True, timeout=10)
     assert bad.returncode != 0 and "missing" in bad.stderr
+
+
+def test_stream_gets_auth_revoked_when_its_token_expires(hs256_server):
+    import requests
+    from test_streaming import Stream
+    server, secret = hs256_server
+    token = hs256(secret, claims("alice", ttl=2))
+    stream = Stream(f"http://{server.host}:{server.port}/room.json", {"ns": "demo", "auth": token})
+    assert stream.wait(1)[0][0] == "put"
+    events = stream.wait(2, timeout=6)
+    assert events[1] == ("auth_revoked", "credential is no longer valid")
+    assert stream.ended.wait(5)

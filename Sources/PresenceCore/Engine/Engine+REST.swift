@@ -48,3 +48,23 @@ extension Engine {
         return .success(writes)
     }
 }
+
+extension Engine {
+    /// Opens a streaming read (REST `text/event-stream`): a connection with no wire protocol that
+    /// listens to one location. Its first message is the whole current value; later ones are the
+    /// same pushes a WebSocket listener gets, and a `c` if the rules stop allowing the read.
+    public func openStream(_ id: ConnectionID, path: Path, namespace name: String, credentials: Credentials,
+                           query: QuerySpec, now: Int64) -> Result<Void, EngineError> {
+        let ns = namespace(name)
+        guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
+        var connection = Connection(id: id, namespace: name, sessionID: "stream-\(id.raw)")
+        connection.credentials = credentials
+        let listener = Listener(connection: id, path: path, tag: nil, query: query.isDefault ? nil : query)
+        connection.listens[ListenKey(path: path, queryIdentity: query.identity)] = Listen(listener: listener, rawQuery: nil, spec: query)
+        connections[id] = connection
+        if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
+        ns.listeners.add(listener)
+        emit(.data(path: path, value: query.apply(to: ns.root.node(at: path)), tag: nil), to: id)
+        return .success(())
+    }
+}

@@ -162,7 +162,13 @@ extension Engine {
         if below.count == 1 {
             return ("d" + below[0].wireString, .data(path: below[0], value: ns.root.node(at: below[0]), tag: nil))
         }
-        let changes = below.map { Outbound.Change(path: listenPath.relative($0)!, value: ns.root.node(at: $0)) }
-        return ("m" + listenPath.wireString, .merge(path: listenPath, changes: changes, tag: nil))
+        // One merge at the deepest location that holds every change (an update's own location).
+        var common = below[0].parent ?? listenPath
+        for path in below.dropFirst() {
+            while !common.contains(path) { common = common.parent ?? .root }
+        }
+        if !listenPath.contains(common) { common = listenPath }
+        let changes = below.map { Outbound.Change(path: common.relative($0)!, value: ns.root.node(at: $0)) }
+        return ("m" + common.wireString, .merge(path: common, changes: changes, tag: nil))
     }
 }

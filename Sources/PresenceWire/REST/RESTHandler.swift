@@ -1,5 +1,13 @@
 import PresenceCore
 
+/// What a streaming read asks for.
+public struct StreamRequest: Sendable {
+    public var path: Path
+    public var namespace: String
+    public var credentials: Credentials
+    public var query: QuerySpec
+}
+
 /// The REST API (protocol doc §9) on top of the engine: `/<path>.json?ns=…` with GET, PUT, PATCH,
 /// POST and DELETE, `X-HTTP-Method-Override`, `print=silent|pretty`, `shallow`, `format=export`,
 /// and the same credentials, rules and listener pushes as the wire protocol.
@@ -36,15 +44,32 @@ public final class RESTHandler {
         let rawPath = String(request.path.dropLast(".json".count))
         let path: Path
         do { path = try Path(rawPath) } catch { return .error(400, error.description) }
-        if request.headers["accept"]?.contains("text/event-stream") == true {
-            return .error(501, "Streaming (text/event-stream) is not supported by this server yet")
-        }
         switch method {
         case "GET": return get(path, namespace: namespace, credentials: credentials, request: request, now: now)
         case "PUT", "PATCH", "POST", "DELETE":
             return write(method, path, namespace: namespace, credentials: credentials, request: request, now: now)
         default: return .error(405, "Method \(method) is not allowed")
         }
+    }
+
+    /// A streaming read (`Accept: text/event-stream`, §9.4): nil when `request` is not one, else
+    /// the location, credentials and query to stream, or the refusal to send.
+    public func stream(_ request: HTTPRequest, now: Int64) -> Result<StreamRequest, HTTPRefusal>? {
+        guard request.method == "GET", request.headers["accept"]?.contains("text/event-stream") == true,
+              request.path.hasSuffix(".json") else { return nil }
+        let credentials: Credentials
+        switch resolveCredentials(request, now: now) {
+        case .success(let resolved): credentials = resolved
+        case .failure(let refusal): return .failure(refusal)
+        }
+        let path: Path
+        do { path = try Path(String(request.path.dropLast(".json".count))) } catch {
+            return .failure(HTTPRefusal(.error(400, error.description)))
+        }
+        let query: QuerySpec
+        do { query = try QuerySpec(rest: request.query) } catch { return .failure(HTTPRefusal(.error(400, error.description))) }
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
+        return .success(StreamRequest(path: path, namespace: namespace, credentials: credentials, query: query))
     }
 
     /// `Authorization: Bearer <token>`, `access_token=`, `auth=`; then the admin's
