@@ -3,7 +3,7 @@
 extension Engine {
     /// Held ops of a session are dropped: its client came back in time.
     func cancelHeld(session: String) {
-        held.removeValue(forKey: session)
+        if held.removeValue(forKey: session) != nil { record(.removeSession(sessionID: session)) }
     }
 
     /// A write by `credentials` supersedes that identity's held ops at or below the written paths:
@@ -16,8 +16,10 @@ extension Engine {
             for path in paths { queue.cancel(path) }
             if queue.isEmpty {
                 held.removeValue(forKey: session)
+                record(.removeSession(sessionID: session))
             } else if queue != entry.queue {
                 held[session]?.queue = queue
+                if let updated = held[session] { recordHeld(updated) }
             }
         }
     }
@@ -29,6 +31,7 @@ extension Engine {
         for entry in due {
             held.removeValue(forKey: entry.sessionID)
             runOnDisconnect(entry.queue, in: namespace(entry.namespace), timestamp: entry.disconnectedAt, now: now)
+            record(.removeSession(sessionID: entry.sessionID))
         }
         for entry in held.values { next = min(next ?? entry.runAt, entry.runAt) }
         return next

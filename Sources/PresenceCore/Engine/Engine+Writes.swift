@@ -85,6 +85,7 @@ extension Engine {
         } else {
             connections[id]?.onDisconnect.set(updates[0].value, at: path, credentials: connection.credentials)
         }
+        recordLiveSession(id)
         return .success(())
     }
 
@@ -107,7 +108,10 @@ extension Engine {
     /// Applies writes in order and pushes the changes to every listener that can see them (§4.2).
     /// Pushes are queued before the caller's ack, so every writer sees its echo first.
     func commit(_ writes: [(Path, Node)], in ns: Namespace) {
-        for (path, node) in writes { ns.root.set(node, at: path) }
+        for (path, node) in writes {
+            ns.root.set(node, at: path)
+            record(.write(namespace: ns.name, path: path, value: node))
+        }
         let writePaths = writes.map(\.0)
 
         var affected: [Listener] = []

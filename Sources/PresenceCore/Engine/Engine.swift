@@ -30,6 +30,9 @@ public final class Engine {
     var namespaces: [String: Namespace] = [:]
     /// onDisconnect ops in their grace window, by the session that registered them.
     var held: [String: HeldOps] = [:]
+    /// Changes not yet taken by the shell for storage; nil when the engine is not persistent.
+    var journal: StorageBatch?
+    var journalSequence: UInt64 = 0
     var effects: [Effect] = []
     /// The earliest time something may be due (token expiry; later the grace window). It may be
     /// stale-early, never late: `tick` recomputes it.
@@ -76,6 +79,7 @@ public final class Engine {
         ns.ownRules = rules
         ns.ownRulesText = text
         ns.policy = rules
+        record(.setRules(namespace: name, document: text))
         for (id, connection) in connections.sorted(by: { $0.key < $1.key }) where connection.namespace == name {
             revokeUnreadableListens(id, now: now)
         }
@@ -125,7 +129,7 @@ public final class Engine {
         let name = (namespace?.isEmpty ?? true) ? configuration.defaultNamespace : namespace!
         _ = self.namespace(name)
         var sessionID = makeSessionID()
-        while sessions[sessionID] != nil { sessionID = makeSessionID() }
+        while sessions[sessionID] != nil || held[sessionID] != nil { sessionID = makeSessionID() }
         var connection = Connection(id: id, namespace: name, sessionID: sessionID)
         if let lastSession, held[lastSession] != nil {
             connection.resumedSession = lastSession
@@ -152,12 +156,15 @@ public final class Engine {
         let grace = configuration.disconnectGraceMilliseconds
         if grace <= 0 {
             runOnDisconnect(connection.onDisconnect, in: ns, timestamp: now, now: now)
+            record(.removeSession(sessionID: connection.sessionID))
             return
         }
-        held[connection.sessionID] = HeldOps(
+        let entry = HeldOps(
             sessionID: connection.sessionID, namespace: connection.namespace,
             identity: connection.credentials.identity, queue: connection.onDisconnect,
             disconnectedAt: now, runAt: now + grace)
+        held[connection.sessionID] = entry
+        recordHeld(entry)
         scheduleDeadline(now + grace)
     }
 
@@ -203,6 +210,7 @@ public final class Engine {
             reply(number, result.map { .empty }, to: id)
         case let .onDisconnectCancel(path):
             connections[id]?.onDisconnect.cancel(path)
+            recordLiveSession(id)
             reply(number, .success(.empty), to: id)
         }
     }

@@ -23,6 +23,9 @@ public struct OnDisconnectQueue: Sendable, Equatable {
 
     public init() {}
 
+    /// A queue as storage kept it (ops already in run order).
+    public init(restoring ops: [OnDisconnectOp]) { self.ops = ops }
+
     public var isEmpty: Bool { ops.isEmpty }
     public var count: Int { ops.count }
 
