@@ -147,7 +147,7 @@ public final class RESTHandler {
                 if let match = request.headers["if-none-match"], match == tag {
                     return HTTPResponse(status: 304, headers: [("ETag", tag)], body: "")
                 }
-                if wantsETag(request) { headers.append(("ETag", tag)) }
+                headers.append(("ETag", tag))
             }
             let body = request.query["shallow"] == "true" ? Shallow.shallow(node) : node.json(exportFormat: request.query["format"] == "export")
             return render(body, request: request, headers: headers)
