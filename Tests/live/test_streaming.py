@@ -83,3 +83,20 @@ def test_stream_without_permission_is_refused(presence_server):
     response = requests.get(f"{base}/users/alice/presence.json", params={"ns": "demo"},
                             headers={"Accept": "text/event-stream"}, timeout=5)
     assert response.status_code == 401 and response.json() == {"error": "Permission denied"}
+
+
+def test_many_streams_at_once_all_receive_writes_and_websockets_keep_working(open_server):
+    base = f"http://{open_server.host}:{open_server.port}"
+    streams = [Stream(f"{base}/hub.json", {"ns": "demo"}) for _ in range(50)]
+    for stream in streams:
+        assert stream.wait(1)[0][0] == "put"
+    writer = open_server.client()
+    watcher = open_server.client()
+    assert watcher.listen("/hub") is None
+    for i in range(20):
+        assert writer.call("p", {"p": f"/hub/k{i}", "d": i})["s"] == "ok"
+    assert watcher.push("hub/k19") == 19
+    for stream in streams:
+        events = stream.wait(21)
+        assert len(events) == 21 and json.loads(events[-1][1]) == {"path": "/k19", "data": 19}
+        stream.close()
