@@ -43,6 +43,7 @@ func presenceCallback(
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         if stopRequested.load(ordering: .relaxed) { server.beginShutdown() }
         server.reloadRulesIfRequested()
+        server.releaseDurable()
         return 0
     default:
         return lws_callback_http_dummy(wsi, reason, user, input, length)

@@ -2,10 +2,12 @@ import CLibWebSockets
 import PresenceCore
 import PresenceWire
 
-/// A response waiting for `HTTP_WRITEABLE`, body with `LWS_PRE` headroom.
+/// A response waiting for `HTTP_WRITEABLE`: headers go out in one writeable, the body in the next,
+/// and neither before storage has made `sequence` durable (a write's response is its ack).
 struct PendingHTTPResponse {
-    var body: [UInt8]
-    var bodyCount: Int
+    var response: HTTPResponse
+    var sequence: UInt64
+    var headersWritten = false
 }
 
 /// A request whose body is still arriving.
@@ -32,8 +34,8 @@ extension LWSServer {
             return 0
         }
         let response = rest.handle(request, now: now())
-        flushEngine()
-        return respond(wsi, response)
+        let barrier = flushEngine()
+        return respond(wsi, response, after: barrier)
     }
 
     func httpBody(_ wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
@@ -55,8 +57,8 @@ extension LWSServer {
             return respond(wsi, .error(413, "Request body larger than \(configuration.maxMessageBytes) bytes"))
         }
         let response = rest.handle(pending.request, now: now())
-        flushEngine()
-        return respond(wsi, response)
+        let barrier = flushEngine()
+        return respond(wsi, response, after: barrier)
     }
 
     func readRequest(_ wsi: OpaquePointer, uri: UnsafeMutableRawPointer?) -> HTTPRequest {
@@ -99,10 +101,36 @@ extension LWSServer {
         return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    func respond(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
-        let payload = Array(response.body.utf8)
+    /// Queues a response; it is written once storage has made step `after` durable.
+    func respond(_ wsi: OpaquePointer, _ response: HTTPResponse, after sequence: UInt64? = nil) -> Int32 {
+        httpResponses[wsi] = PendingHTTPResponse(response: response, sequence: sequence ?? 0)
+        if (sequence ?? 0) <= releasedSequence { lws_callback_on_writable(wsi) }
+        return 0
+    }
+
+    func httpWriteable(_ wsi: OpaquePointer) -> Int32 {
+        if let id = streamsByWSI[wsi], let stream = streams[id] { return streamWriteable(stream) }
+        guard var pending = httpResponses[wsi], pending.sequence <= releasedSequence else { return 0 }
+        let payload = Array(pending.response.body.utf8)
+        if !pending.headersWritten {
+            guard writeHeaders(wsi, pending.response, contentLength: payload.count) else { return -1 }
+            pending.headersWritten = true
+            httpResponses[wsi] = pending
+            lws_callback_on_writable(wsi)
+            return 0
+        }
+        httpResponses.removeValue(forKey: wsi)
+        var storage = [UInt8](repeating: 0, count: OutFrame.headroom) + payload
+        let written = storage.withUnsafeMutableBufferPointer { buffer in
+            lwss_write(wsi, buffer.baseAddress! + OutFrame.headroom, payload.count, Int32(LWS_WRITE_HTTP_FINAL.rawValue))
+        }
+        if Int(written) < payload.count { return -1 }
+        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+    }
+
+    private func writeHeaders(_ wsi: OpaquePointer, _ response: HTTPResponse, contentLength: Int) -> Bool {
         var headers = [UInt8](repeating: 0, count: OutFrame.headroom + 2048)
-        let ok = headers.withUnsafeMutableBufferPointer { buffer -> Bool in
+        return headers.withUnsafeMutableBufferPointer { buffer -> Bool in
             let start = buffer.baseAddress! + OutFrame.headroom
             let end = buffer.baseAddress! + buffer.count
             var cursor: UnsafeMutablePointer<UInt8>? = start
@@ -112,25 +140,8 @@ extension LWSServer {
                 let bytes = Array(value.utf8)
                 if lws_add_http_header_by_name(wsi, key, bytes, Int32(bytes.count), &cursor, end) != 0 { return false }
             }
-            if lws_add_http_header_content_length(wsi, lws_filepos_t(payload.count), &cursor, end) != 0 { return false }
+            if lws_add_http_header_content_length(wsi, lws_filepos_t(contentLength), &cursor, end) != 0 { return false }
             return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
         }
-        guard ok else { return 1 }
-        var storage = [UInt8](repeating: 0, count: OutFrame.headroom + payload.count)
-        storage.replaceSubrange(OutFrame.headroom..., with: payload)
-        httpResponses[wsi] = PendingHTTPResponse(body: storage, bodyCount: payload.count)
-        lws_callback_on_writable(wsi)
-        return 0
-    }
-
-    func httpWriteable(_ wsi: OpaquePointer) -> Int32 {
-        if let id = streamsByWSI[wsi], let stream = streams[id] { return streamWriteable(stream) }
-        guard var response = httpResponses.removeValue(forKey: wsi) else { return 0 }
-        let count = response.bodyCount
-        let written = response.body.withUnsafeMutableBufferPointer { buffer in
-            lwss_write(wsi, buffer.baseAddress! + OutFrame.headroom, count, Int32(LWS_WRITE_HTTP_FINAL.rawValue))
-        }
-        if Int(written) < count { return -1 }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 }

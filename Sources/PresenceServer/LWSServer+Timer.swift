@@ -2,10 +2,19 @@ import CLibWebSockets
 import PresenceCore
 
 extension LWSServer {
-    /// Performs what the engine produced, then arms the one timer for its next deadline.
-    func flushEngine() {
-        perform(engine.drainEffects())
+    /// Hands the engine's changes to storage, performs what it produced (holding acknowledgements
+    /// until their changes are durable), then arms the one timer for its next deadline. Returns
+    /// the sequence the step's acknowledgements wait for, if any.
+    @discardableResult
+    func flushEngine() -> UInt64? {
+        var barrier: UInt64?
+        if let writer = storageWriter, let batch = engine.takeJournal() {
+            writer.submit(batch)
+            barrier = batch.sequence
+        }
+        perform(engine.drainEffects(), barrier: barrier)
         armEngineTimer()
+        return barrier
     }
 
     /// One lws timer for everything timed in the core (lws inserts timers with a linear sorted

@@ -171,7 +171,9 @@ extension LWSServer {
     }
 
     /// Performs engine effects in order: encode each message once, queue it for every recipient.
-    func perform(_ effects: [Effect]) {
+    /// With `barrier`, replies (acks) wait until storage has made that step durable; a connection's
+    /// later messages wait behind them, so its order never changes.
+    func perform(_ effects: [Effect], barrier: UInt64? = nil) {
         for effect in effects {
             switch effect {
             case let .send(recipients, message):
@@ -187,6 +189,13 @@ extension LWSServer {
                         continue
                     }
                     guard let connection = connections[recipient.raw], connection.pendingClose == nil else { continue }
+                    var required = connection.held.last?.sequence ?? 0
+                    if case .reply = message, let barrier { required = max(required, barrier) }
+                    if required > releasedSequence {
+                        for frame in frames { connection.held.append((required, frame)) }
+                        heldConnections.insert(recipient.raw)
+                        continue
+                    }
                     for frame in frames { connection.enqueue(frame) }
                     if connection.queuedBytes > configuration.maxQueuedBytes {
                         logger.warning("closing connection \(recipient.raw): it does not read fast enough (\(connection.queuedBytes) bytes queued)")

@@ -48,12 +48,23 @@ public final class LWSServer: @unchecked Sendable {
     /// Reloads the rules on SIGHUP; nil when the rules are not from a file.
     let reloadRules: (@Sendable () throws -> any AccessPolicy)?
 
+    /// Durable storage, when configured: the storage thread, the last sequence it reported durable
+    /// (written by that thread) and the last one the loop released acknowledgements for.
+    let storage: (any StorageEngine)?
+    var storageWriter: StorageWriter?
+    let durableSequence = Atomic<UInt64>(0)
+    var releasedSequence: UInt64 = 0
+    var heldConnections: Set<UInt64> = []
+    var heartbeatTimer: UnsafeMutablePointer<lwss_timer_t>?
+
     public init(configuration: ServerConfiguration, engine: Engine, logger: Logger,
-                reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil) {
+                reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil,
+                storage: (any StorageEngine)? = nil) {
         self.configuration = configuration
         self.engine = engine
         self.logger = logger
         self.reloadRules = reloadRules
+        self.storage = storage
         self.rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
     }
 
@@ -63,6 +74,7 @@ public final class LWSServer: @unchecked Sendable {
         stopTimer?.deallocate()
         engineTimer?.deallocate()
         keepAliveTimer?.deallocate()
+        heartbeatTimer?.deallocate()
         for string in cStrings { free(string) }
     }
 
@@ -116,6 +128,7 @@ public final class LWSServer: @unchecked Sendable {
         }
         signalContext = context
         installSignalHandlers()
+        startStorage()
     }
 
     private func installSignalHandlers() {
@@ -144,6 +157,7 @@ public final class LWSServer: @unchecked Sendable {
         lws_context_destroy(context)
         signalContext = nil
         self.context = nil
+        stopStorage()
         logger.info("server stopped")
     }
 

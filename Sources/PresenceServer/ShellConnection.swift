@@ -15,6 +15,8 @@ final class ShellConnection {
     var queue: [OutFrame] = []
     var queueHead = 0
     var queuedBytes = 0
+    /// Frames held until storage reports their step durable (an ack, and everything after it).
+    var held: [(sequence: UInt64, frame: OutFrame)] = []
     /// Set when the server decided to close: flush what is queued, then close with this.
     var pendingClose: (code: Int, reason: String)?
 
