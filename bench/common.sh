@@ -23,7 +23,9 @@ start_server() {
     URL="ws://127.0.0.1:${PORT}"
     # shellcheck disable=SC2086
     # From the repo root so the default rules path (rules/presence.rules.json) resolves.
-    (cd "$ROOT" && exec "$BIN/presence-server" --port "$PORT" ${SERVER_ARGS:-}) \
+    # A fresh data directory per run (the default ./data would be shared, and locked, by concurrent runs).
+    DATA_DIR="${DATA_DIR:-$(mktemp -d -t presence-bench-data.XXXXXX)}"
+    (cd "$ROOT" && exec "$BIN/presence-server" --port "$PORT" --data-dir "$DATA_DIR" ${SERVER_ARGS:-}) \
         >"${SERVER_LOG:-/tmp/presence-bench-server.log}" 2>&1 &
     SERVER_PID=$!
     trap stop_server EXIT

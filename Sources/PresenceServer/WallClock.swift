@@ -23,3 +23,6 @@ enum SessionIDs {
 
 /// A fresh random session id (for `Engine(makeSessionID:)`).
 public func makeSessionID() -> String { SessionIDs.make() }
+
+/// The wall clock in milliseconds since the epoch, for wiring code outside the loop.
+public func wallClockMilliseconds() -> Int64 { WallClock.nowMilliseconds() }

@@ -4,6 +4,7 @@ import Logging
 import PresenceAuth
 import PresenceCore
 import PresenceServer
+import PresenceStorage
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +26,7 @@ struct PresenceServerCommand: ParsableCommand {
               presence-server rules check rules/presence.rules.json
               kill -HUP <pid>                                   # reload the rules file
             """,
-        subcommands: [RulesCommand.self]
+        subcommands: [RulesCommand.self, ExportCommand.self, ImportCommand.self]
     )
 
     @Option(help: "Address to listen on.")
@@ -76,6 +77,15 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Seconds between keep-alive events on REST streams (text/event-stream).")
     var streamKeepAlive = 30
 
+    @Option(help: "Directory of the durable database (presence.sqlite); created if missing.")
+    var dataDir = "data"
+
+    @Option(help: "Storage engine: 'sqlite' (durable, in --data-dir) or 'memory' (nothing survives a restart; tests only).")
+    var storage = "sqlite"
+
+    @Option(help: "When a write is acknowledged: 'full' (fsynced: survives power loss), 'normal' (survives a process crash; a power loss may take the last ~2 s), 'off' (survives a process crash; a power loss may lose more and corrupt).")
+    var durability = "normal"
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -97,12 +107,19 @@ struct PresenceServerCommand: ParsableCommand {
             throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
         }
         guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
+        guard ["sqlite", "memory"].contains(storage) else { throw ValidationError("--storage must be sqlite or memory") }
+        guard SQLiteStorage.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full, normal or off") }
         guard streamKeepAlive > 0 else { throw ValidationError("--stream-keep-alive must be positive") }
         guard rxBuffer >= 128 else { throw ValidationError("--rx-buffer must be at least 128") }
         guard disconnectGrace >= 0, disconnectGrace <= 3600 else { throw ValidationError("--disconnect-grace must be between 0 and 3600 seconds") }
         if auth == "emulator" && !insecure && !Self.isLoopback(host) {
             throw ValidationError("refusing emulator auth on \(host): anyone could act as any user. Bind 127.0.0.1, or pass --insecure for development")
         }
+    }
+
+    static func openStorage(dataDir: String, durability: String) throws -> SQLiteStorage {
+        mkdir(dataDir, 0o700)
+        return try SQLiteStorage(directory: dataDir, options: .init(durability: SQLiteStorage.Durability(rawValue: durability) ?? .normal))
     }
 
     /// The token verifier for `--auth`, with its keys and the admin credential loaded.
@@ -164,11 +181,33 @@ struct PresenceServerCommand: ParsableCommand {
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID
         )
+        var store: (any StorageEngine)?
+        if storage == "sqlite" {
+            do {
+                store = try Self.openStorage(dataDir: dataDir, durability: durability)
+                let state = try store!.load()
+                engine.enableJournal()
+                let started = wallClockMilliseconds()
+                for failure in engine.restore(state, now: started) {
+                    logger.error("stored rules of namespace \(failure.namespace) do not load; the default rules apply: \(failure.error)")
+                }
+                logger.info("storage opened", metadata: [
+                    "dir": "\(dataDir)", "durability": "\(durability)", "namespaces": "\(state.namespaces.count)",
+                    "sessions_held": "\(engine.heldSessionCount)",
+                    "last_heartbeat": "\(state.lastHeartbeat.map(String.init) ?? "none")",
+                ])
+            } catch {
+                logger.critical("cannot open storage in \(dataDir): \(error)")
+                throw ExitCode(1)
+            }
+        } else {
+            logger.warning("storage: memory — nothing survives a restart")
+        }
         let rulesPath = rules
         let reload: (@Sendable () throws -> any AccessPolicy)? = rules == "open" ? nil : { @Sendable in
             try RulesFile.loadPolicy(rulesPath, logger: Logger(label: "presence-server"))
         }
-        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload)
+        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload, storage: store)
         do {
             try server.start()
         } catch {

@@ -6,6 +6,7 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -28,14 +29,22 @@ def unsigned_token(uid, **claims):
 
 
 class Server:
-    def __init__(self, *args):
-        self.args = [SERVER, "--port", "0", *args]
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, *args, data_dir=None):
+        # Each server gets its own data directory unless the test names one (or memory storage).
+        if data_dir is None and "--data-dir" not in args and "--storage" not in args:
+            data_dir = tempfile.mkdtemp(prefix="presence-test-")
+        self.data_dir = data_dir
+        extra = ["--data-dir", data_dir] if data_dir and "--data-dir" not in args else []
+        self.args = [SERVER, "--port", "0", *extra, *args]
+        # The log goes to a file: a pipe nobody reads would fill up and stall the server.
+        self.log = tempfile.NamedTemporaryFile(prefix="presence-server-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()
         match = re.search(r"listening on ([\d.]+):(\d+)", line)
         if not match:
             self.proc.kill()
-            raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()}")
+            self.proc.wait()
+            raise RuntimeError(f"server did not start: {line!r} {open(self.log.name).read()}")
         self.host, self.port = match.group(1), int(match.group(2))
 
     def url(self, ns="demo", **params):
@@ -48,6 +57,11 @@ class Server:
     def alive(self):
         return self.proc.poll() is None
 
+    def kill(self):
+        """SIGKILL: a crash, with no chance to say goodbye or store anything more."""
+        self.proc.kill()
+        self.proc.wait()
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -56,7 +70,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.stderr = self.proc.stderr.read()
+        with open(self.log.name) as log:
+            self.stderr = log.read()
         return self.proc.returncode
 
 
