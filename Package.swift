@@ -108,6 +108,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],

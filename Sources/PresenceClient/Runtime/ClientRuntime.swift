@@ -1,0 +1,157 @@
+import Dispatch
+import Glibc
+import PresenceCore
+
+/// The thin shell around ``ClientConnection``: one ``WebSocketClient`` (one service thread), a
+/// periodic tick for timers, and the effects performed in order.
+///
+/// Threading: everything runs on the transport's service thread. Event handlers are called there;
+/// ``withConnection(_:)`` and ``connection`` may only be used there; from any other thread use
+/// ``perform(_:)``. Never blocks the loop.
+public final class ClientRuntime: @unchecked Sendable {
+    /// Called on the service thread for every ``ClientEvent``.
+    public typealias EventHandler = (ClientRuntime, ClientEvent) -> Void
+    /// Called on the service thread at every tick with `now` (ms since the epoch).
+    public typealias TickHandler = (ClientRuntime, Int64) -> Void
+
+    private var transport: WebSocketClient?
+    /// Service thread only.
+    public private(set) var connection: ClientConnection
+    private var currentID: WebSocketConnectionID?
+    private var assembler = ClientFrameAssembler()
+    private var eventHandler: EventHandler = { _, _ in }
+    private var tickHandler: TickHandler = { _, _ in }
+    private var signalHandler: (@Sendable (Int32) -> Void)?
+    private let clock: @Sendable () -> Int64
+
+    /// - Parameters:
+    ///   - tickMilliseconds: timer resolution.
+    ///   - clock: ms since the epoch (the real-time clock by default).
+    public init(configuration: ClientConfiguration, tickMilliseconds: UInt64 = 50,
+                connectTimeoutSeconds: UInt32 = 10,
+                clock: @escaping @Sendable () -> Int64 = ClientRuntime.realTimeMilliseconds,
+                signalHandler: (@Sendable (Int32) -> Void)? = nil) {
+        self.connection = ClientConnection(configuration: configuration)
+        self.clock = clock
+        var cfg = WebSocketClientConfiguration()
+        cfg.tickIntervalMicroseconds = tickMilliseconds * 1000
+        cfg.connectTimeoutSeconds = connectTimeoutSeconds
+        cfg.rxBufferSize = 16 * 1024
+        cfg.raiseFileLimit = false
+        cfg.signalHandler = signalHandler
+        transport = WebSocketClient(configuration: cfg) { [weak self] _, event in
+            self?.handle(event)
+        }
+    }
+
+    /// Milliseconds since the epoch (`CLOCK_REALTIME`).
+    @Sendable public static func realTimeMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    public var now: Int64 { clock() }
+
+    /// Starts the service thread and the first connection. Handlers run on the service thread.
+    public func start(onEvent: @escaping EventHandler, onTick: @escaping TickHandler = { _, _ in },
+                      setup: @escaping (ClientRuntime) -> Void = { _ in }) throws {
+        eventHandler = onEvent
+        tickHandler = onTick
+        guard let transport else { return }
+        try transport.start()
+        let box = UncheckedBox(setup)
+        transport.perform { [self] in
+            box.value(self)
+            withConnection { c, now in c.start(now: now) }
+        }
+    }
+
+    /// Runs `body` on the service thread.
+    public func perform(_ body: @escaping @Sendable (ClientRuntime) -> Void) {
+        transport?.perform { [self] in body(self) }
+    }
+
+    /// Service thread only: changes the connection, then performs the effects it produced.
+    @discardableResult
+    public func withConnection<T>(_ body: (inout ClientConnection, Int64) -> T) -> T {
+        let result = body(&connection, clock())
+        runEffects()
+        return result
+    }
+
+    /// Stops the service thread (open sockets are dropped). Not on the service thread.
+    public func shutdown() {
+        transport?.shutdown()
+    }
+
+    // MARK: internals
+
+    private func runEffects() {
+        let effects = connection.drainEffects()
+        for effect in effects { perform(effect) }
+    }
+
+    private func perform(_ effect: ClientEffect) {
+        guard let transport else { return }
+        switch effect {
+        case .open(let url):
+            if let id = currentID { transport.abort(id) }
+            assembler.reset()
+            currentID = transport.connect(to: url)
+        case .send(let text):
+            guard let id = currentID else { return }
+            for frame in ClientCodec.frames(for: text) { transport.send(id, text: frame) }
+        case .close:
+            if let id = currentID { transport.close(id) }
+        case .abort:
+            if let id = currentID { transport.abort(id, mode: .fin) }
+            currentID = nil
+        case .pause:
+            if let id = currentID { transport.pause(id) }
+        case .resume:
+            if let id = currentID { transport.resume(id) }
+        case .deliver(let event):
+            eventHandler(self, event)
+        }
+    }
+
+    private func handle(_ event: WebSocketClientEvent) {
+        switch event {
+        case .connected(let id):
+            guard id == currentID else { return }
+            withConnection { c, now in c.transportOpened(now: now) }
+        case .connectFailed(let id, let reason):
+            guard id == currentID else { return }
+            currentID = nil
+            withConnection { c, now in c.transportFailed(reason: reason, now: now) }
+        case .message(let id, let message):
+            guard id == currentID, !message.isBinary else { return }
+            guard let whole = assembler.feed(message.text) else { return }
+            withConnection { c, now in c.received(whole, now: now) }
+        case .closed(let id, let info):
+            guard id == currentID else { return }
+            currentID = nil
+            withConnection { c, now in c.transportClosed(reason: Self.describe(info), now: now) }
+        case .tick:
+            let now = clock()
+            if let deadline = connection.nextDeadline, now >= deadline {
+                withConnection { c, now in c.timerFired(now: now) }
+            }
+            tickHandler(self, now)
+        }
+    }
+
+    static func describe(_ info: WebSocketCloseInfo) -> String {
+        if let code = info.peerCloseCode { return "closed by the server (code \(code))" }
+        if info.closedLocally { return "closed" }
+        if info.byShutdown { return "client shut down" }
+        return "connection lost"
+    }
+}
+
+/// Moves a non-Sendable value to the service thread (used once, there).
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import PresenceAuth
+import PresenceClient
+import PresenceCore
+
+/// `--server`, `--ns` and the auth options shared by every command that talks to a server.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "The server, ws://host:port.")
+    var server = "ws://127.0.0.1:9000"
+
+    @Option(help: "The database (namespace); empty means the server's default database.")
+    var ns = ""
+
+    @Option(help: "The credential to authenticate with (a JWT, or owner for admin in emulator mode).")
+    var token: String?
+
+    @Option(help: "A file holding the credential.")
+    var tokenFile: String?
+
+    @Option(help: "Mint an HS256 token for --uid with this shared secret (servers running --auth hs256).")
+    var secretFile: String?
+
+    @Option(help: "The user id. Alone, it sends an unsigned token for that uid (emulator auth mode, like mockUserToken).")
+    var uid: String?
+
+    @Flag(help: "Authenticate as the emulator's admin (the credential owner).")
+    var admin = false
+
+    func validate() throws {
+        if WebSocketURL(Self.normalizedServer(server)) == nil {
+            throw ValidationError("--server must look like ws://host:port (got \(server))")
+        }
+        let sources = [token != nil, tokenFile != nil, secretFile != nil, admin].filter { $0 }.count
+        if sources > 1 {
+            throw ValidationError("use only one of --token, --token-file, --secret-file and --admin")
+        }
+        if secretFile != nil, uid == nil {
+            throw ValidationError("--secret-file needs --uid (the user to mint a token for)")
+        }
+        if let uid, !Path.isValidKey(uid) {
+            throw ValidationError("--uid \(uid) is not a valid key (no . $ # [ ] / or control characters)")
+        }
+    }
+
+    static func normalizedServer(_ text: String) -> String {
+        text.contains("://") ? text : "ws://" + text
+    }
+
+    /// The credential to send, or nil for none.
+    func credential() throws -> String? {
+        if let token { return token }
+        if let tokenFile {
+            guard let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) else {
+                throw ValidationError("cannot read --token-file \(tokenFile)")
+            }
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty else { throw ValidationError("--token-file \(tokenFile) is empty") }
+            return trimmed
+        }
+        if let secretFile, let uid {
+            do {
+                let minter = HS256TokenMinter(secret: try HS256Secret.load(fromFile: secretFile))
+                return try minter.mint(uid: uid, ttlSeconds: 24 * 3600, now: ClientRuntime.realTimeMilliseconds())
+            } catch {
+                throw ValidationError("--secret-file: \(error)")
+            }
+        }
+        if admin { return "owner" }
+        if let uid { return DevToken.unsigned(uid: uid) }
+        return nil
+    }
+
+    func configuration(failFast: Bool) throws -> ClientConfiguration {
+        guard let url = WebSocketURL(Self.normalizedServer(server)) else {
+            throw ValidationError("--server must look like ws://host:port (got \(server))")
+        }
+        var config = ClientConfiguration(server: url, namespace: ns.isEmpty ? nil : ns, credential: try credential())
+        config.failFast = failFast
+        return config
+    }
+}
+
+/// Parses a path argument (`users/alice`, `/users/alice`, `/`).
+func parsePath(_ text: String) throws -> Path {
+    do {
+        return try Path(text)
+    } catch {
+        throw ValidationError("bad path \(text): \(error)")
+    }
+}

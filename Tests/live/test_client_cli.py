@@ -1,0 +1,80 @@
+"""presence-client's database commands, auth options and errors against the real server."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import SERVER
+
+CLIENT = os.path.join(os.path.dirname(SERVER) or ".", "presence-client")
+
+
+def run(server, *args, auth=("--uid", "alice"), timeout=15):
+    argv = [CLIENT, *args, "--server", f"ws://{server.host}:{server.port}", "--ns", "demo", *auth]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def test_set_get_update_remove_with_server_values(presence_server):
+    s = run(presence_server, "set", "users/alice/presence", '{"online":true,"lastSeen":".sv:timestamp"}')
+    assert s.returncode == 0 and s.stdout.strip() == "ok", s.stderr
+    g = run(presence_server, "get", "users/alice/presence", auth=("--uid", "bob"))
+    value = json.loads(g.stdout)
+    assert g.returncode == 0 and value["online"] is True and isinstance(value["lastSeen"], int)
+    u = run(presence_server, "update", "users/alice/presence", '{"online":false}')
+    assert u.returncode == 0, u.stderr
+    assert json.loads(run(presence_server, "get", "users/alice/presence").stdout)["online"] is False
+    r = run(presence_server, "remove", "users/alice/presence")
+    assert r.returncode == 0, r.stderr
+    assert run(presence_server, "get", "users/alice/presence").stdout.strip() == "null"
+
+
+def test_push_and_listen_as_admin(presence_server):
+    p = run(presence_server, "push", "users", '{"presence":{"online":true,"lastSeen":1}}', auth=("--admin",))
+    key = p.stdout.strip()
+    assert p.returncode == 0 and len(key) == 20, p.stderr
+    listen = run(presence_server, "listen", f"users/{key}/presence", "--count", "1", "--json", auth=("--uid", "bob"))
+    line = json.loads(listen.stdout.splitlines()[0])
+    assert listen.returncode == 0 and line["value"] == {"online": True, "lastSeen": 1}
+
+
+def test_permission_denied_exits_3(presence_server):
+    r = run(presence_server, "set", "users/bob/presence", '{"online":true,"lastSeen":1}')
+    assert r.returncode == 3 and "permission_denied" in r.stderr
+
+
+def test_bad_token_exits_4(presence_server):
+    r = run(presence_server, "get", "users", auth=("--token", "not.a.jwt"))
+    assert r.returncode == 4 and "invalid_token" in r.stderr
+
+
+def test_refused_connection_exits_2():
+    r = subprocess.run([CLIENT, "get", "users", "--uid", "alice", "--server", "ws://127.0.0.1:1"],
+                       capture_output=True, text=True, timeout=15)
+    assert r.returncode == 2 and "cannot connect" in r.stderr
+
+
+def test_bad_arguments_exit_64():
+    for argv in (["get", "users", "--server", "http://x"], ["simulate"], ["watch"], ["set", "a..b", "1"],
+                 ["get", "x", "--secret-file", "/nonexistent"]):
+        r = subprocess.run([CLIENT, *argv], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 64, (argv, r.returncode, r.stderr)
+
+
+def test_hs256_secret_file_mints_a_token(tmp_path):
+    from conftest import Server
+    (tmp_path / "secret").write_bytes(b"0123456789abcdef0123456789abcdef-test-secret")
+    server = Server("--rules", "open", "--auth", "hs256", "--secret-file", str(tmp_path / "secret"))
+    try:
+        ok = run(server, "set", "notes/a", "1", auth=("--uid", "alice", "--secret-file", str(tmp_path / "secret")))
+        assert ok.returncode == 0, ok.stderr
+        unsigned = run(server, "set", "notes/a", "2", auth=("--uid", "alice"))
+        assert unsigned.returncode == 4, unsigned.stderr
+    finally:
+        server.stop()
+
+
+def test_help_has_examples_for_every_command():
+    for command in ["simulate", "watch", "get", "set", "update", "push", "remove", "listen", "token"]:
+        r = subprocess.run([CLIENT, command, "--help"], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 0 and "Examples:" in r.stdout, command
