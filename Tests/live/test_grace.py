@@ -65,3 +65,32 @@ def test_no_return_means_one_offline_after_the_window_with_the_drop_time(grace_s
     assert events[0]["online"] is False
     assert abs(events[0]["lastSeen"] / 1000 - dropped_at) < 0.5
     assert arrived_after >= 2.9
+
+
+def test_multi_device_recipe_keeps_the_user_online_while_a_device_remains(tmp_path):
+    import os
+    from conftest import ROOT
+    server = Server("--rules", os.path.join(ROOT, "rules", "multi-device.rules.json"), "--disconnect-grace", "1")
+    try:
+        devices = []
+        for name in ["phone", "laptop"]:
+            device = server.client()
+            device.auth("alice")
+            assert device.call("o", {"p": f"/users/alice/connections/{name}", "d": None})["s"] == "ok"
+            assert device.call("o", {"p": "/users/alice/lastSeen", "d": {".sv": "timestamp"}})["s"] == "ok"
+            assert device.call("p", {"p": f"/users/alice/connections/{name}", "d": True})["s"] == "ok"
+            devices.append(device)
+        watcher = server.client()
+        watcher.auth("watcher")
+        assert watcher.listen("/users/alice") == {"connections": {"laptop": True, "phone": True}}
+        devices[0].drop()  # the phone leaves; the laptop is still there
+        update = watcher.wait_for(lambda m: m.get("d", {}).get("a") in ("d", "m"), timeout=4)
+        state = watcher.call("g", {"p": "/users/alice", "q": {}})["d"]
+        assert state["connections"] == {"laptop": True} and isinstance(state["lastSeen"], int)
+        devices[1].close()  # the last one out
+        time.sleep(1.5)
+        state = watcher.call("g", {"p": "/users/alice", "q": {}})["d"]
+        assert "connections" not in state and state["lastSeen"] >= 0
+    finally:
+        assert server.alive()
+        server.stop()
