@@ -20,14 +20,14 @@ test: deps
 	./scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -q Tests/live
+	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -p no:hypothesispytest -q Tests/live
 
 test-swift:
 	$(SWIFT) test
 
 test-live:
 	$(SWIFT) build
-	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -q Tests/live
+	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -p no:hypothesispytest -q Tests/live
 
 bench: deps
 	./bench/run-short.sh

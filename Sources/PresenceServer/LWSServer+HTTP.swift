@@ -20,15 +20,16 @@ extension LWSServer {
     /// Plain HTTP on the same port: health, then the REST API.
     func http(_ wsi: OpaquePointer, uri: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         let request = readRequest(wsi, uri: uri)
-        if request.path == "/healthz" && request.method == "GET" {
-            return respond(wsi, .json(200, "{\"status\":\"ok\"}"))
+        let hasBody = ["PUT", "PATCH", "POST"].contains(request.method) && (Int(request.headers["content-length"] ?? "") ?? 0) > 0
+        if !hasBody, let response = operatorRoute(request) {
+            let barrier = flushEngine()
+            return respond(wsi, response, after: barrier)
         }
         switch rest.stream(request, now: now()) {
         case .success(let stream)?: return openStream(wsi, stream)
         case .failure(let refusal)?: return respond(wsi, refusal.response)
         case nil: break
         }
-        let hasBody = ["PUT", "PATCH", "POST"].contains(request.method) && (Int(request.headers["content-length"] ?? "") ?? 0) > 0
         if hasBody {
             pendingRequests[wsi] = PendingHTTPRequest(request: request)
             return 0
@@ -56,7 +57,7 @@ extension LWSServer {
             logger.notice("refused a REST body over \(configuration.maxMessageBytes) bytes")
             return respond(wsi, .error(413, "Request body larger than \(configuration.maxMessageBytes) bytes"))
         }
-        let response = rest.handle(pending.request, now: now())
+        let response = operatorRoute(pending.request) ?? rest.handle(pending.request, now: now())
         let barrier = flushEngine()
         return respond(wsi, response, after: barrier)
     }

@@ -51,6 +51,7 @@ extension LWSServer {
             var released = 0
             for item in connection.held {
                 guard item.sequence <= durable else { break }
+                if let reply = item.reply { ackSent(reply, on: connection) }
                 connection.enqueue(item.frame)
                 released += 1
             }

@@ -40,8 +40,10 @@ extension LWSServer {
         nextConnectionID += 1
         user?.storeBytes(of: id, as: UInt64.self)
         let remote = peerAddress(wsi)
-        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, maxMessageBytes: configuration.maxMessageBytes)
+        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: header(wsi, WSI_TOKEN_HTTP_USER_AGENT),
+                                         now: now(), maxMessageBytes: configuration.maxMessageBytes)
         connections[id] = connection
+        metrics.connectionsOpened.increment()
 
         let version = urlArgument(wsi, "v")
         let namespace = urlArgument(wsi, "ns")
@@ -66,6 +68,9 @@ extension LWSServer {
             return refuse(connection, code: 1003, reason: "binary frames are not supported", log: "sent a binary frame")
         }
         let messageEnds = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        connection.bytesIn += length
+        totals.bytesIn += length
+        metrics.bytesIn.increment(by: length)
         if connection.discardingOversizedMessage || connection.receiveBuffer.count + length > configuration.maxMessageBytes {
             connection.discardingOversizedMessage = true
             connection.receiveBuffer = []
@@ -94,6 +99,11 @@ extension LWSServer {
         }
         guard case .message(let bytes) = output else { return }
         let id = ConnectionID(connection.id)
+        connection.lastFrameAt = now()
+        totals.messagesIn += 1
+        metrics.messagesIn.increment()
+        stepStartedAt = MonotonicClock.nanoseconds()
+        defer { stepStartedAt = nil }
         let message: ClientMessage
         do {
             message = try RequestDecoder.decode(bytes)
@@ -107,6 +117,9 @@ extension LWSServer {
         case .ignoredControl:
             break
         case .request(let request):
+            if let number = request.number, Self.isWrite(request.request) {
+                connection.writeStarted[number] = stepStartedAt
+            }
             engine.handle(request, from: id, now: now())
         case let .invalidRequest(number, action, error):
             logger.notice("rejected request", metadata: [
@@ -122,6 +135,13 @@ extension LWSServer {
         flushEngine()
     }
 
+    static func isWrite(_ request: Request) -> Bool {
+        switch request {
+        case .put, .merge, .onDisconnectPut, .onDisconnectMerge, .onDisconnectCancel: return true
+        default: return false
+        }
+    }
+
     /// Tells the client why, then closes; logged once.
     func refuse(_ connection: ShellConnection, code: Int, reason: String, log: String) -> Int32 {
         logger.notice("closing connection \(connection.id) (\(connection.remote)): it \(log)")
@@ -134,6 +154,7 @@ extension LWSServer {
         guard let connection = connections[id] else { return -1 }
         if let frame = connection.dequeue() {
             guard frame.write(to: connection.wsi) else { return -1 }
+            countSent(frame, on: connection)
             if connection.hasQueuedFrames || connection.pendingClose != nil {
                 lws_callback_on_writable(connection.wsi)
             }
@@ -165,6 +186,7 @@ extension LWSServer {
     func closed(_ id: UInt64) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         let reason = connection.pendingClose.map { "\($0.code) \($0.reason)" } ?? "socket closed"
+        metrics.closed(reason: connection.pendingClose.map { $0.reason == "peer closed" ? "client_close" : "server_\($0.code)" } ?? "socket_closed")
         engine.disconnect(ConnectionID(id), now: now())
         logger.info("connection closed", metadata: ["conn": "\(id)", "remote": "\(connection.remote)", "reason": "\(reason)"])
         flushEngine()
@@ -178,6 +200,19 @@ extension LWSServer {
             switch effect {
             case let .send(recipients, message):
                 let text = OutboundEncoder.encode(message)
+                var replyNumber: Int?
+                switch message {
+                case .data, .merge:
+                    totals.pushes += recipients.count
+                    metrics.pushes.increment(by: recipients.count)
+                    if let started = stepStartedAt {
+                        metrics.writeToPush.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
+                    }
+                case .reply(let number, _):
+                    replyNumber = number
+                default:
+                    break
+                }
                 guard let pieces = FrameSplitter.frames(for: text) else {
                     logger.error("dropping a message of \(text.utf8.count) bytes: too large to split")
                     continue
@@ -192,7 +227,7 @@ extension LWSServer {
                     var required = connection.held.last?.sequence ?? 0
                     if case .reply = message, let barrier { required = max(required, barrier) }
                     if required > releasedSequence {
-                        for frame in frames { connection.held.append((required, frame)) }
+                        for frame in frames { connection.held.append((required, frame, replyNumber)) }
                         heldConnections.insert(recipient.raw)
                         continue
                     }
@@ -201,8 +236,10 @@ extension LWSServer {
                     // loop wake-up per message, the main cost of fan-out (lws buffers a short write
                     // itself and asks for WRITEABLE to finish it).
                     var remaining = frames[...]
+                    if let replyNumber { ackSent(replyNumber, on: connection) }
                     while !connection.hasQueuedFrames, let frame = remaining.first, lws_partial_buffered(connection.wsi) == 0 {
                         guard frame.write(to: connection.wsi) else { break }
+                        countSent(frame, on: connection)
                         remaining = remaining.dropFirst()
                     }
                     if remaining.isEmpty { continue }
@@ -222,6 +259,22 @@ extension LWSServer {
                 lws_callback_on_writable(connection.wsi)
             }
         }
+    }
+}
+
+extension LWSServer {
+    func countSent(_ frame: OutFrame, on connection: ShellConnection) {
+        connection.bytesOut += frame.payloadCount
+        totals.bytesOut += frame.payloadCount
+        totals.messagesOut += 1
+        metrics.bytesOut.increment(by: frame.payloadCount)
+        metrics.messagesOut.increment()
+    }
+
+    /// A write's ack is on its way: time it from the request's arrival.
+    func ackSent(_ number: Int, on connection: ShellConnection) {
+        guard let started = connection.writeStarted.removeValue(forKey: number) else { return }
+        metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 }
 

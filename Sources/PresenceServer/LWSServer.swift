@@ -1,6 +1,7 @@
 import CLibWebSockets
 import Logging
 import PresenceCore
+import Prometheus
 import PresenceWire
 import Synchronization
 
@@ -57,9 +58,24 @@ public final class LWSServer: @unchecked Sendable {
     var heldConnections: Set<UInt64> = []
     var heartbeatTimer: UnsafeMutablePointer<lwss_timer_t>?
 
+    let metrics: ServerMetrics
+    let startedAt = WallClock.nowMilliseconds()
+    /// Monotonic time (ns) when the current step began: write-to-push is measured from it.
+    var stepStartedAt: UInt64?
+    var totals = Totals()
+
+    struct Totals {
+        var messagesIn = 0
+        var messagesOut = 0
+        var bytesIn = 0
+        var bytesOut = 0
+        var pushes = 0
+    }
+
     public init(configuration: ServerConfiguration, engine: Engine, logger: Logger,
                 reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil,
-                storage: (any StorageEngine)? = nil) {
+                storage: (any StorageEngine)? = nil, metricsRegistry: PrometheusCollectorRegistry? = nil) {
+        self.metrics = ServerMetrics(registry: metricsRegistry)
         self.configuration = configuration
         self.engine = engine
         self.logger = logger

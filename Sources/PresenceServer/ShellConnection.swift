@@ -6,6 +6,13 @@ final class ShellConnection {
     let id: UInt64
     let wsi: OpaquePointer
     let remote: String
+    let userAgent: String?
+    let connectedAt: Int64
+    var lastFrameAt: Int64
+    var bytesIn = 0
+    var bytesOut = 0
+    /// When each numbered write request arrived (monotonic ns), to time write-to-ack.
+    var writeStarted: [Int: UInt64] = [:]
     var receiveBuffer: [UInt8] = []
     /// Set when the message being received went over the size limit: the rest of it is read and
     /// dropped, then the connection is closed with 1009 (closing mid-message would reset the socket
@@ -16,14 +23,17 @@ final class ShellConnection {
     var queueHead = 0
     var queuedBytes = 0
     /// Frames held until storage reports their step durable (an ack, and everything after it).
-    var held: [(sequence: UInt64, frame: OutFrame)] = []
+    var held: [(sequence: UInt64, frame: OutFrame, reply: Int?)] = []
     /// Set when the server decided to close: flush what is queued, then close with this.
     var pendingClose: (code: Int, reason: String)?
 
-    init(id: UInt64, wsi: OpaquePointer, remote: String, maxMessageBytes: Int) {
+    init(id: UInt64, wsi: OpaquePointer, remote: String, userAgent: String?, now: Int64, maxMessageBytes: Int) {
         self.id = id
         self.wsi = wsi
         self.remote = remote
+        self.userAgent = userAgent
+        self.connectedAt = now
+        self.lastFrameAt = now
         self.assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
     }
 

@@ -11,6 +11,15 @@ enum WallClock {
     }
 }
 
+/// A monotonic clock in nanoseconds, for latency measurements.
+enum MonotonicClock {
+    static func nanoseconds() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+}
+
 /// Session ids: 16 URL-safe random characters, as opaque as the real server's.
 enum SessionIDs {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")

@@ -77,6 +77,15 @@ public enum RequestDecoder {
         return result
     }
 
+    /// `{"sdk.js.8-10-1": 1}` names the SDK as `js 8.10.1` (for operators).
+    static func sdkName(_ counters: JSON?) -> String? {
+        guard let members = counters?.objectMembers,
+              let key = members.map(\.0).first(where: { $0.hasPrefix("sdk.") }) else { return nil }
+        let parts = key.dropFirst(4).split(separator: ".", maxSplits: 1)
+        guard parts.count == 2 else { return String(key.dropFirst(4)) }
+        return "\(parts[0]) " + String(parts[1].map { $0 == "-" ? "." : $0 })
+    }
+
     static func tag(_ payload: JSON) -> Int? {
         guard let t = payload["t"]?.numberValue, t == t.rounded() else { return nil }
         return Int(t)
@@ -85,7 +94,7 @@ public enum RequestDecoder {
     static func decodeRequest(action: String, payload: JSON) throws(EngineError) -> Request {
         switch action {
         case "s":
-            return .stats
+            return .stats(sdk: sdkName(payload["c"]))
         case "auth", "gauth":
             guard let credential = payload["cred"]?.stringValue else { throw .invalidToken("missing credential \"cred\"") }
             return .auth(credential: credential, authVariable: payload["authvar"], noAuth: payload["noauth"]?.boolValue ?? false)

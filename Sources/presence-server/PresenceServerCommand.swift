@@ -1,6 +1,8 @@
 import ArgumentParser
 import Crypto
 import Logging
+import Metrics
+import Prometheus
 import PresenceAuth
 import PresenceCore
 import PresenceServer
@@ -147,6 +149,15 @@ struct PresenceServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "presence-server")
+        let metricsRegistry = PrometheusCollectorRegistry()
+        var metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
+        // Latencies here are mostly well under a millisecond: buckets from 100 µs.
+        metricsFactory.defaultDurationHistogramBuckets = [
+            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+            .milliseconds(250), .seconds(1),
+        ]
+        MetricsSystem.bootstrap(metricsFactory)
         let policy: any AccessPolicy
         do {
             policy = try RulesFile.loadPolicy(rules, logger: logger)
@@ -207,7 +218,8 @@ struct PresenceServerCommand: ParsableCommand {
         let reload: (@Sendable () throws -> any AccessPolicy)? = rules == "open" ? nil : { @Sendable in
             try RulesFile.loadPolicy(rulesPath, logger: Logger(label: "presence-server"))
         }
-        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload, storage: store)
+        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload, storage: store,
+                               metricsRegistry: metricsRegistry)
         do {
             try server.start()
         } catch {

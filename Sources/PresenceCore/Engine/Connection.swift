@@ -10,6 +10,8 @@ struct Connection {
     /// The session this connection said it replaces (`ls`), whose held ops it may cancel once it
     /// authenticates as the same user.
     var resumedSession: String?
+    /// The client SDK and version from its stats message, for operators.
+    var sdk: String?
 }
 
 struct ListenKey: Hashable {

@@ -44,6 +44,7 @@ extension Engine {
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
         commit(writes, in: ns)
+        counters.writes["rest", default: 0] += 1
         supersedeHeld(by: writes.map(\.0), credentials: credentials, namespace: name)
         return .success(writes)
     }

@@ -1,8 +1,11 @@
 extension Engine {
     func mayRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec = .default) -> Bool {
         if credentials.isAdmin { return true }
-        if query.isDefault { return ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now) }
-        return ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now, query: query)
+        let allowed = query.isDefault
+            ? ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now)
+            : ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now, query: query)
+        if !allowed { counters.ruleDenials["read", default: 0] += 1 }
+        return allowed
     }
 
     /// The query of a `q`/`g`/`n` request: nil (or `{}`) is the default, whole-location query.

@@ -21,7 +21,9 @@ extension Engine {
     }
 
     func mayWrite(_ writes: [(Path, Node)], credentials: Credentials, in ns: Namespace, now: Int64) -> Bool {
-        credentials.isAdmin || ns.policy.allowsWrite(writes, root: ns.root, auth: credentials.rulesAuth, now: now)
+        if credentials.isAdmin || ns.policy.allowsWrite(writes, root: ns.root, auth: credentials.rulesAuth, now: now) { return true }
+        counters.ruleDenials["write", default: 0] += 1
+        return false
     }
 
     /// `p`: replace the value at `path`.
@@ -41,6 +43,7 @@ extension Engine {
             return .failure(.permissionDenied)
         }
         commit([write], in: ns)
+        counters.writes["set", default: 0] += 1
         supersedeHeld(by: [write.0], credentials: connection.credentials, namespace: ns.name)
         return .success(())
     }
@@ -61,6 +64,7 @@ extension Engine {
             return .failure(.permissionDenied)
         }
         commit(writes, in: ns)
+        counters.writes["update", default: 0] += 1
         supersedeHeld(by: writes.map(\.0), credentials: connection.credentials, namespace: ns.name)
         return .success(())
     }
@@ -102,7 +106,11 @@ extension Engine {
                 writes.append(write)
             }
         }
-        if !writes.isEmpty { commit(writes, in: ns) }
+        if !writes.isEmpty {
+            commit(writes, in: ns)
+            counters.writes["ondisconnect", default: 0] += 1
+            counters.onDisconnectOpsRun += writes.count
+        }
     }
 
     /// Applies writes in order and pushes the changes to every listener that can see them (§4.2).

@@ -33,6 +33,8 @@ public final class Engine {
     /// Changes not yet taken by the shell for storage; nil when the engine is not persistent.
     var journal: StorageBatch?
     var journalSequence: UInt64 = 0
+    /// Counts for operators' metrics.
+    public internal(set) var counters = Counters()
     var effects: [Effect] = []
     /// The earliest time something may be due (token expiry; later the grace window). It may be
     /// stale-early, never late: `tick` recomputes it.
@@ -164,6 +166,7 @@ public final class Engine {
             identity: connection.credentials.identity, queue: connection.onDisconnect,
             disconnectedAt: now, runAt: now + grace)
         held[connection.sessionID] = entry
+        counters.onDisconnectSessionsHeld += 1
         recordHeld(entry)
         scheduleDeadline(now + grace)
     }
@@ -181,7 +184,10 @@ public final class Engine {
         guard connections[id] != nil else { return }
         let number = request.number
         switch request.request {
-        case .stats, .appCheck, .unappCheck:
+        case .stats(let sdk):
+            if let sdk { connections[id]?.sdk = sdk }
+            reply(number, .success(.empty), to: id)
+        case .appCheck, .unappCheck:
             reply(number, .success(.empty), to: id)
         case let .auth(credential, authVariable, noAuth):
             authenticate(id, number: number, credential: credential, authVariable: authVariable, noAuth: noAuth, now: now)
@@ -236,6 +242,7 @@ public final class Engine {
             reply(number, .success(.json(body)), to: id)
             revokeUnreadableListens(id, now: now)
         case .failure(let error):
+            counters.authFailures += 1
             reply(number, .failure(EngineError(error)), to: id)
         }
     }

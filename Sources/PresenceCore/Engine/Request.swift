@@ -1,6 +1,7 @@
 /// A decoded client request (§3.1). The wire codec builds these; the engine executes them.
 public enum Request: Sendable, Equatable {
-    case stats
+    /// `s`: client statistics; `sdk` is the client's SDK and version when it names one ("js 8.10.1").
+    case stats(sdk: String?)
     /// `auth` or `gauth`. `authVariable` / `noAuth` are the admin's auth-variable override.
     case auth(credential: String, authVariable: JSON?, noAuth: Bool)
     case unauth

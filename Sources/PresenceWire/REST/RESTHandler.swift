@@ -74,7 +74,7 @@ public final class RESTHandler {
 
     /// `Authorization: Bearer <token>`, `access_token=`, `auth=`; then the admin's
     /// `auth_variable_override` (a JSON auth object, or null for unauthenticated).
-    func resolveCredentials(_ request: HTTPRequest, now: Int64) -> Result<Credentials, HTTPRefusal> {
+    public func resolveCredentials(_ request: HTTPRequest, now: Int64) -> Result<Credentials, HTTPRefusal> {
         var credentials = Credentials.unauthenticated
         var tokens: [String] = []
         if let header = request.headers["authorization"] {

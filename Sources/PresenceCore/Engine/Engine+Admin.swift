@@ -1,0 +1,61 @@
+/// What operators see of the engine (the shell adds socket facts: remote address, bytes, times).
+extension Engine {
+    public struct ConnectionSnapshot: Sendable {
+        public var id: ConnectionID
+        public var session: String
+        public var namespace: String
+        public var uid: String?
+        /// "user", "admin" or "anonymous".
+        public var auth: String
+        public var sdk: String?
+        public var listeners: Int
+        public var onDisconnectOps: Int
+        public var isStream: Bool
+    }
+
+    public struct HeldSnapshot: Sendable {
+        public var session: String
+        public var namespace: String
+        public var uid: String?
+        public var disconnectedAt: Int64
+        public var runAt: Int64
+        public var ops: [OnDisconnectOp]
+    }
+
+    /// Counts for metrics; they only grow.
+    public struct Counters: Sendable {
+        public var writes: [String: Int] = [:]
+        public var ruleDenials: [String: Int] = [:]
+        public var authFailures = 0
+        public var onDisconnectOpsRun = 0
+        public var onDisconnectSessionsHeld = 0
+        public init() {}
+    }
+
+    public func connectionSnapshots() -> [ConnectionSnapshot] {
+        connections.values.map { connection in
+            let auth: String = switch connection.credentials {
+            case .admin: "admin"
+            case .unauthenticated: "anonymous"
+            case .user: "user"
+            }
+            return ConnectionSnapshot(
+                id: connection.id, session: connection.sessionID, namespace: connection.namespace,
+                uid: connection.credentials.uid, auth: auth, sdk: connection.sdk,
+                listeners: connection.listens.count, onDisconnectOps: connection.onDisconnect.count,
+                isStream: connection.sessionID.hasPrefix("stream-"))
+        }
+    }
+
+    public func heldSnapshots() -> [HeldSnapshot] {
+        held.values.sorted { $0.runAt < $1.runAt }.map { entry in
+            HeldSnapshot(session: entry.sessionID, namespace: entry.namespace,
+                         uid: entry.identity.hasPrefix("uid:") ? String(entry.identity.dropFirst(4)) : nil,
+                         disconnectedAt: entry.disconnectedAt, runAt: entry.runAt, ops: entry.queue.ops)
+        }
+    }
+
+    public func connectionID(forSession session: String) -> ConnectionID? { sessions[session] }
+
+    public var namespaceNames: [String] { namespaces.keys.sorted() }
+}

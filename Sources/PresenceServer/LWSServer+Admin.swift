@@ -1,0 +1,123 @@
+import CLibWebSockets
+import PresenceCore
+import PresenceWire
+
+/// The operator API (`/.admin/…`, admin credential required), health, readiness and metrics.
+extension LWSServer {
+    /// The response for an operator route, or nil when `request` is not one.
+    func operatorRoute(_ request: HTTPRequest) -> HTTPResponse? {
+        switch request.path {
+        case "/healthz":
+            return .json(200, "{\"status\":\"ok\"}")
+        case "/readyz":
+            // Storage opened and restored, rules loaded (both happen before the port opens), the
+            // storage thread running, and not stopping.
+            let ready = !stopRequested.load(ordering: .relaxed) && (storage == nil || storageWriter != nil)
+            return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+        case "/metrics":
+            let text = metrics.render(engine: engine, liveConnections: connections.count)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: text)
+        default:
+            break
+        }
+        guard request.path == "/.admin" || request.path.hasPrefix("/.admin/") else { return nil }
+        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
+              request.query["auth_variable_override"] == nil else {
+            return .error(401, "Admin credentials required")
+        }
+        let parts = request.path.split(separator: "/").map(String.init)  // [".admin", …]
+        switch (request.method, parts.count > 1 ? parts[1] : "") {
+        case ("GET", ""):
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: AdminDashboard.html)
+        case ("GET", "connections") where parts.count == 2:
+            return listConnections(request)
+        case ("POST", "connections") where parts.count == 4 && parts[3] == "close":
+            return closeConnection(session: parts[2], request: request)
+        case ("GET", "users") where parts.count == 3:
+            return user(parts[2], request: request)
+        case ("GET", "stats") where parts.count == 2:
+            return stats()
+        default:
+            return .error(404, "No such admin endpoint")
+        }
+    }
+
+    func connectionJSON(_ snapshot: Engine.ConnectionSnapshot) -> JSON? {
+        guard let shell = connections[snapshot.id.raw] else { return nil }
+        func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+        return .object([
+            ("session", .string(snapshot.session)), ("namespace", .string(snapshot.namespace)),
+            ("uid", optional(snapshot.uid)), ("auth", .string(snapshot.auth)), ("remote", .string(shell.remote)),
+            ("sdk", optional(snapshot.sdk)), ("userAgent", optional(shell.userAgent)),
+            ("connectedAt", .number(Double(shell.connectedAt))), ("lastFrameAt", .number(Double(shell.lastFrameAt))),
+            ("listeners", .number(Double(snapshot.listeners))), ("onDisconnectOps", .number(Double(snapshot.onDisconnectOps))),
+            ("bytesIn", .number(Double(shell.bytesIn))), ("bytesOut", .number(Double(shell.bytesOut))),
+        ])
+    }
+
+    func sortedSnapshots(uid: String?, namespace: String?) -> [Engine.ConnectionSnapshot] {
+        engine.connectionSnapshots()
+            .filter { !$0.isStream && connections[$0.id.raw] != nil }
+            .filter { uid == nil || $0.uid == uid }
+            .filter { namespace == nil || $0.namespace == namespace }
+            .sorted { ($0.id.raw) < ($1.id.raw) }
+    }
+
+    func listConnections(_ request: HTTPRequest) -> HTTPResponse {
+        let all = sortedSnapshots(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
+                                  namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
+        let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
+        let start = min(max(Int(request.query["cursor"] ?? "") ?? 0, 0), all.count)
+        let page = all[start..<min(start + limit, all.count)]
+        let next: JSON = start + limit < all.count ? .string(String(start + limit)) : .null
+        let body: JSON = .object([
+            ("connections", .array(page.compactMap(connectionJSON))), ("total", .number(Double(all.count))), ("nextCursor", next),
+        ])
+        return .json(200, JSONWriter.string(body))
+    }
+
+    func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
+        guard let id = engine.connectionID(forSession: session), connections[id.raw] != nil else {
+            return .error(404, "no such session")
+        }
+        let reason = (try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue ?? "closed by an operator"
+        logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
+        perform([.send([id], .serverError("Closed by an operator: \(reason)")), .close(id, code: 4002, reason: reason)])
+        return .json(200, "{\"closed\":true}")
+    }
+
+    func user(_ uid: String, request: HTTPRequest) -> HTTPResponse {
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 }
+        let connectionsJSON = sortedSnapshots(uid: uid, namespace: namespace).compactMap(connectionJSON)
+        var presence: [(String, JSON)] = []
+        guard Path.isValidKey(uid) else { return .error(400, "invalid uid") }
+        for name in engine.namespaceNames where namespace == nil || namespace == name {
+            let value = engine.storedValue(at: Path(validated: ["users", uid, "presence"]), namespace: name)
+            if !value.isNull || namespace == name { presence.append((name, value.json())) }
+        }
+        let held: [JSON] = engine.heldSnapshots().filter { $0.uid == uid && (namespace == nil || $0.namespace == namespace) }.map { entry in
+            .object([
+                ("session", .string(entry.session)), ("namespace", .string(entry.namespace)),
+                ("disconnectedAt", .number(Double(entry.disconnectedAt))), ("runAt", .number(Double(entry.runAt))),
+                ("ops", .array(entry.ops.map { .object([("path", .string($0.path.description)), ("value", $0.value)]) })),
+            ])
+        }
+        let body: JSON = .object([
+            ("uid", .string(uid)), ("connections", .array(connectionsJSON)), ("presence", .object(presence)), ("held", .array(held)),
+        ])
+        return .json(200, JSONWriter.string(body))
+    }
+
+    func stats() -> HTTPResponse {
+        let body: JSON = .object([
+            ("connections", .number(Double(connections.count))), ("sessionsHeld", .number(Double(engine.heldSessionCount))),
+            ("namespaces", .number(Double(engine.namespaceNames.count))),
+            ("uptimeSeconds", .number(Double((now() - startedAt) / 1000))),
+            ("messagesIn", .number(Double(totals.messagesIn))), ("messagesOut", .number(Double(totals.messagesOut))),
+            ("bytesIn", .number(Double(totals.bytesIn))), ("bytesOut", .number(Double(totals.bytesOut))),
+            ("writes", .number(Double(engine.counters.writes.values.reduce(0, +)))), ("pushes", .number(Double(totals.pushes))),
+            ("time", .number(Double(now()))),
+        ])
+        return .json(200, JSONWriter.string(body))
+    }
+}

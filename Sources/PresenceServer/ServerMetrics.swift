@@ -1,0 +1,54 @@
+import CoreMetrics
+import PresenceCore
+import Prometheus
+
+/// The server's metrics, through swift-metrics (the process bootstraps the Prometheus factory) and
+/// rendered by swift-prometheus at `/metrics`. Counters kept by the pure engine are carried over by
+/// their growth at each scrape.
+final class ServerMetrics {
+    let registry: PrometheusCollectorRegistry?
+    let connections = CoreMetrics.Gauge(label: "presence_connections")
+    let connectionsOpened = CoreMetrics.Counter(label: "presence_connections_opened_total")
+    let messagesIn = CoreMetrics.Counter(label: "presence_messages_received_total")
+    let messagesOut = CoreMetrics.Counter(label: "presence_messages_sent_total")
+    let bytesIn = CoreMetrics.Counter(label: "presence_bytes_received_total")
+    let bytesOut = CoreMetrics.Counter(label: "presence_bytes_sent_total")
+    let pushes = CoreMetrics.Counter(label: "presence_pushes_total")
+    let writeToAck = CoreMetrics.Timer(label: "presence_write_to_ack_seconds")
+    let writeToPush = CoreMetrics.Timer(label: "presence_write_to_push_seconds")
+    let heldSessions = CoreMetrics.Gauge(label: "presence_ondisconnect_sessions_held")
+    private var closedByReason: [String: CoreMetrics.Counter] = [:]
+    private var exported = Engine.Counters()
+    private var exportedCounters: [String: CoreMetrics.Counter] = [:]
+
+    init(registry: PrometheusCollectorRegistry?) {
+        self.registry = registry
+    }
+
+    func closed(reason: String) {
+        if closedByReason[reason] == nil {
+            closedByReason[reason] = CoreMetrics.Counter(label: "presence_connections_closed_total", dimensions: [("reason", reason)])
+        }
+        closedByReason[reason]!.increment()
+    }
+
+    /// The Prometheus text of everything, after carrying the engine's counters over.
+    func render(engine: Engine, liveConnections: Int) -> String {
+        connections.record(liveConnections)
+        heldSessions.record(engine.heldSessionCount)
+        let now = engine.counters
+        for (kind, total) in now.writes { carry("presence_writes_total", [("kind", kind)], total, exported.writes[kind] ?? 0) }
+        for (kind, total) in now.ruleDenials { carry("presence_rule_denials_total", [("operation", kind)], total, exported.ruleDenials[kind] ?? 0) }
+        carry("presence_auth_failures_total", [], now.authFailures, exported.authFailures)
+        carry("presence_ondisconnect_ops_run_total", [], now.onDisconnectOpsRun, exported.onDisconnectOpsRun)
+        carry("presence_ondisconnect_sessions_held_total", [], now.onDisconnectSessionsHeld, exported.onDisconnectSessionsHeld)
+        exported = now
+        return registry?.emitToString() ?? ""
+    }
+
+    private func carry(_ label: String, _ dimensions: [(String, String)], _ total: Int, _ before: Int) {
+        let key = label + dimensions.map { "|\($0.0)=\($0.1)" }.joined()
+        if exportedCounters[key] == nil { exportedCounters[key] = CoreMetrics.Counter(label: label, dimensions: dimensions) }
+        if total > before { exportedCounters[key]!.increment(by: total - before) }
+    }
+}
