@@ -4,7 +4,7 @@
 # Python packages the live tests use. Safe to run repeatedly; does nothing when all is there.
 set -euo pipefail
 
-packages=(pkg-config libwebsockets-dev libwebsockets-evlib-uv libssl-dev libsqlite3-dev python3-pip)
+packages=(pkg-config libwebsockets-dev libwebsockets-evlib-uv libssl-dev libsqlite3-dev python3-pip chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -19,6 +19,6 @@ fi
 
 if [ "${1:-}" = "--test" ]; then
     python3 - <<'PY' 2>/dev/null || python3 -m pip install -q -r Tests/live/requirements.txt
-import websocket, pytest, cryptography, requests, firebase_admin
+import websocket, pytest, cryptography, requests, firebase_admin, selenium
 PY
 fi

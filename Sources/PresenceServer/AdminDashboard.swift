@@ -1,11 +1,25 @@
-/// The operator dashboard served at `GET /.admin/` (and `/.admin`): one self-contained page
-/// (inline CSS and vanilla JS, nothing fetched from elsewhere) that polls the admin API every second.
+/// The operator dashboard served at `GET /.admin/` (and `/.admin`): one page, with its stylesheet and
+/// script served beside it (`/.admin/dashboard.css`, `/.admin/dashboard.js`) because the server's
+/// security headers (lws's best-practice CSP: `script-src 'self'; style-src 'self'`) forbid inline ones.
+/// Nothing is fetched from anywhere else; no frameworks.
 ///
 /// The page reads the admin credential from its own `?auth=` parameter and sends it as
-/// `Authorization: Bearer …` on every fetch. Stable hooks for tests: rows carry `data-session`
-/// (and `data-uid`); counts are `#stat-connections`, `#stat-held`, `#stat-namespaces`, `#stat-uptime`;
-/// rates are `#rate-in`, `#rate-out`, `#rate-pushes`, `#rate-writes`; the poll state is `#status`.
+/// `Authorization: Bearer …` on every API fetch; it polls `/.admin/connections` and `/.admin/stats` every
+/// second. The two assets hold no data, so they are served without a credential (a `<script src>` cannot
+/// send one). Stable hooks for tests: rows carry `data-session` (and `data-uid`); counts are
+/// `#stat-connections`, `#stat-held`, `#stat-namespaces`, `#stat-uptime`; rates are `#rate-in`, `#rate-out`,
+/// `#rate-pushes`, `#rate-writes`; the poll state is `#status`, the activity log `#events`.
 enum AdminDashboard {
+    /// The static asset at `path` (`/.admin/dashboard.css` or `/.admin/dashboard.js`), served to anyone:
+    /// neither holds data. Nil for any other path.
+    static func asset(_ path: String) -> (contentType: String, body: String)? {
+        switch path {
+        case "/.admin/dashboard.css": return ("text/css; charset=utf-8", stylesheet)
+        case "/.admin/dashboard.js": return ("text/javascript; charset=utf-8", script)
+        default: return nil
+        }
+    }
+
     static let html: String = #"""
 <!doctype html>
 <html lang="en">
@@ -13,75 +27,9 @@ enum AdminDashboard {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='8' cy='8' r='6' fill='%231fb26b'/%3E%3C/svg%3E">
 <title>presence · admin</title>
-<style>
-  :root {
-    --bg: #f5f6f8; --panel: #fff; --ink: #1d2330; --muted: #6b7385; --line: #e3e6ec;
-    --green: #1fb26b; --green-soft: rgba(31, 178, 107, .18); --red: #d9443a; --amber: #e0a020;
-    --accent: #3a63d9; --mono: ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace;
-  }
-  * { box-sizing: border-box; }
-  body { margin: 0; background: var(--bg); color: var(--ink);
-         font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-  header { background: #161b26; color: #e9ecf2; padding: 14px 24px; display: flex; align-items: center; gap: 16px; }
-  header h1 { font-size: 17px; font-weight: 600; margin: 0; letter-spacing: .2px; }
-  header h1 span { color: #8d96aa; font-weight: 400; }
-  #status { margin-left: auto; font-size: 12.5px; color: #aab2c4; display: flex; align-items: center; gap: 8px; }
-  #status::before { content: ""; width: 8px; height: 8px; border-radius: 50%; background: #8d96aa; }
-  #status.live::before { background: var(--green); box-shadow: 0 0 0 3px rgba(31, 178, 107, .25); }
-  #status.error { color: #ffb4ae; }
-  #status.error::before { background: var(--red); }
-  main { padding: 20px 24px 32px; max-width: 1500px; margin: 0 auto; }
-  .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(140px, 1fr)); gap: 12px; margin-bottom: 18px; }
-  .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 12px 14px; }
-  .card .label { font-size: 11.5px; text-transform: uppercase; letter-spacing: .6px; color: var(--muted); }
-  .card .value { font-size: 26px; font-weight: 600; font-variant-numeric: tabular-nums; margin-top: 2px; }
-  .card .value small { font-size: 13px; font-weight: 400; color: var(--muted); margin-left: 3px; }
-  .card svg { display: block; width: 100%; height: 22px; margin-top: 4px; }
-  .card svg polyline { fill: none; stroke: var(--accent); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
-  .toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 10px; margin-bottom: 10px; }
-  .toolbar h2 { font-size: 15px; margin: 0 8px 0 0; }
-  .toolbar label { font-size: 12.5px; color: var(--muted); display: flex; align-items: center; gap: 6px; }
-  .toolbar input { font: inherit; font-size: 13px; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px;
-                   background: var(--panel); width: 150px; }
-  .toolbar input#kick-reason { width: 220px; }
-  .toolbar .spacer { flex: 1; }
-  #shown { font-size: 12.5px; color: var(--muted); }
-  .table-wrap { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; overflow-x: auto; }
-  table { width: 100%; border-collapse: collapse; font-variant-numeric: tabular-nums; }
-  th, td { text-align: left; padding: 8px 10px; border-bottom: 1px solid var(--line); white-space: nowrap; }
-  th { font-size: 11.5px; text-transform: uppercase; letter-spacing: .5px; color: var(--muted); font-weight: 600;
-       background: #fafbfc; position: sticky; top: 0; }
-  th.num, td.num { text-align: right; }
-  tbody tr:last-child td { border-bottom: none; }
-  tbody tr:hover { background: #f8f9fc; }
-  tr.fresh { animation: fresh 1.6s ease-out; }
-  @keyframes fresh { from { background: #e4f7ec; } to { background: transparent; } }
-  .dot { width: 10px; height: 10px; border-radius: 50%; display: inline-block; background: #b8bfcc; vertical-align: middle; }
-  .dot.on { background: var(--green); box-shadow: 0 0 0 3px var(--green-soft); }
-  .dot.idle { background: var(--amber); box-shadow: 0 0 0 3px rgba(224, 160, 32, .18); }
-  .uid { font-weight: 600; }
-  .anon { color: var(--muted); font-style: italic; font-weight: 400; }
-  .mono { font-family: var(--mono); font-size: 12.5px; }
-  .muted { color: var(--muted); }
-  .badge { font-size: 11px; padding: 1px 6px; border-radius: 9px; background: #eef1f8; color: #4a5470; margin-left: 6px;
-           font-weight: 500; }
-  .badge.admin { background: #fdecd8; color: #9a5a0c; }
-  button.kick { font: inherit; font-size: 12.5px; padding: 4px 12px; border-radius: 6px; cursor: pointer;
-                border: 1px solid #f0c4c0; background: #fff5f4; color: var(--red); }
-  button.kick:hover { background: var(--red); color: #fff; border-color: var(--red); }
-  button.kick:disabled { opacity: .5; cursor: default; }
-  .empty td { text-align: center; color: var(--muted); padding: 28px; }
-  #banner { display: none; margin-bottom: 14px; padding: 10px 14px; border-radius: 8px; background: #fdeceb;
-            border: 1px solid #f3c2be; color: #8c231b; }
-  #banner.show { display: block; }
-  #log { margin-top: 18px; font-size: 12.5px; color: var(--muted); }
-  #log h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .6px; margin: 0 0 6px; }
-  #log ol { list-style: none; margin: 0; padding: 0; max-height: 160px; overflow-y: auto; }
-  #log li { padding: 2px 0; }
-  #log li b { color: var(--ink); font-weight: 600; }
-  #log .t { font-family: var(--mono); margin-right: 8px; }
-</style>
+<link rel="stylesheet" href="/.admin/dashboard.css">
 </head>
 <body>
 <header>
@@ -122,9 +70,83 @@ enum AdminDashboard {
       <tbody id="rows"><tr class="empty"><td colspan="13">Loading…</td></tr></tbody>
     </table>
   </div>
-  <section id="log"><h3>Recent activity</h3><ol id="events"></ol></section>
+  <section id="log"><h3>Recent activity</h3><ol id="events"><li class="none">Nothing yet: connections, disconnections and kicks show up here.</li></ol></section>
 </main>
-<script>
+<script src="/.admin/dashboard.js"></script>
+</body>
+</html>
+"""#
+
+    static let stylesheet: String = #"""
+  :root {
+    --bg: #f5f6f8; --panel: #fff; --ink: #1d2330; --muted: #6b7385; --line: #e3e6ec;
+    --green: #1fb26b; --green-soft: rgba(31, 178, 107, .18); --red: #d9443a; --amber: #e0a020;
+    --accent: #3a63d9; --mono: ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace;
+  }
+  * { box-sizing: border-box; }
+  body { margin: 0; background: var(--bg); color: var(--ink);
+         font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+  header { background: #161b26; color: #e9ecf2; padding: 14px 24px; display: flex; align-items: center; gap: 16px; }
+  header h1 { font-size: 17px; font-weight: 600; margin: 0; letter-spacing: .2px; }
+  header h1 span { color: #8d96aa; font-weight: 400; }
+  #status { margin-left: auto; font-size: 12.5px; color: #aab2c4; display: flex; align-items: center; gap: 8px; }
+  #status::before { content: ""; width: 8px; height: 8px; border-radius: 50%; background: #8d96aa; }
+  #status.live::before { background: var(--green); box-shadow: 0 0 0 3px rgba(31, 178, 107, .25); }
+  #status.error { color: #ffb4ae; }
+  #status.error::before { background: var(--red); }
+  main { padding: 20px 24px 32px; max-width: 1500px; margin: 0 auto; }
+  .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(140px, 1fr)); gap: 12px; margin-bottom: 18px; }
+  .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 12px 14px; }
+  .card .label { font-size: 11.5px; text-transform: uppercase; letter-spacing: .6px; color: var(--muted); }
+  .card .value { font-size: 26px; font-weight: 600; font-variant-numeric: tabular-nums; margin-top: 2px; }
+  .card .value small { font-size: 13px; font-weight: 400; color: var(--muted); margin-left: 3px; }
+  .card svg { display: block; width: 100%; height: 22px; margin-top: 4px; }
+  .card svg polyline { fill: none; stroke: var(--accent); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+  .toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 10px; margin-bottom: 10px; }
+  .toolbar h2 { font-size: 15px; margin: 0 8px 0 0; }
+  .toolbar label { font-size: 12.5px; color: var(--muted); display: flex; align-items: center; gap: 6px; }
+  .toolbar input { font: inherit; font-size: 13px; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px;
+                   background: var(--panel); width: 150px; }
+  .toolbar input#kick-reason { width: 250px; }
+  .toolbar .spacer { flex: 1; }
+  #shown { font-size: 12.5px; color: var(--muted); }
+  .table-wrap { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; overflow-x: auto; }
+  table { width: 100%; border-collapse: collapse; font-variant-numeric: tabular-nums; }
+  th, td { text-align: left; padding: 8px 10px; border-bottom: 1px solid var(--line); white-space: nowrap; }
+  th { font-size: 11.5px; text-transform: uppercase; letter-spacing: .5px; color: var(--muted); font-weight: 600;
+       background: #fafbfc; position: sticky; top: 0; }
+  th.num, td.num { text-align: right; }
+  tbody tr:last-child td { border-bottom: none; }
+  tbody tr:hover { background: #f8f9fc; }
+  tr.fresh { animation: fresh 1.6s ease-out; }
+  @keyframes fresh { from { background: #e4f7ec; } to { background: transparent; } }
+  .dot { width: 10px; height: 10px; border-radius: 50%; display: inline-block; background: #b8bfcc; vertical-align: middle; }
+  .dot.on { background: var(--green); box-shadow: 0 0 0 3px var(--green-soft); }
+  .dot.idle { background: var(--amber); box-shadow: 0 0 0 3px rgba(224, 160, 32, .18); }
+  .uid { font-weight: 600; }
+  .anon { color: var(--muted); font-style: italic; font-weight: 400; }
+  .mono { font-family: var(--mono); font-size: 12.5px; }
+  .muted { color: var(--muted); }
+  .badge { font-size: 11px; padding: 1px 6px; border-radius: 9px; background: #eef1f8; color: #4a5470; margin-left: 6px;
+           font-weight: 500; }
+  .badge.admin { background: #fdecd8; color: #9a5a0c; }
+  button.kick { font: inherit; font-size: 12.5px; padding: 4px 12px; border-radius: 6px; cursor: pointer;
+                border: 1px solid #f0c4c0; background: #fff5f4; color: var(--red); }
+  button.kick:hover { background: var(--red); color: #fff; border-color: var(--red); }
+  button.kick:disabled { opacity: .5; cursor: default; }
+  .empty td { text-align: center; color: var(--muted); padding: 28px; }
+  #banner { display: none; margin-bottom: 14px; padding: 10px 14px; border-radius: 8px; background: #fdeceb;
+            border: 1px solid #f3c2be; color: #8c231b; }
+  #banner.show { display: block; }
+  #log { margin-top: 18px; font-size: 12.5px; color: var(--muted); }
+  #log h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .6px; margin: 0 0 6px; }
+  #log ol { list-style: none; margin: 0; padding: 0; max-height: 160px; overflow-y: auto; }
+  #log li { padding: 2px 0; }
+  #log li b { color: var(--ink); font-weight: 600; }
+  #log .t { font-family: var(--mono); margin-right: 8px; }
+"""#
+
+    static let script: String = #"""
 "use strict";
 (function () {
   var params = new URLSearchParams(location.search);
@@ -214,6 +236,8 @@ enum AdminDashboard {
       li.appendChild(node);
     });
     var list = $("events");
+    var none = list.querySelector(".none");
+    if (none) none.remove();
     list.insertBefore(li, list.firstChild);
     while (list.children.length > 50) list.removeChild(list.lastChild);
   }
@@ -246,7 +270,7 @@ enum AdminDashboard {
     }
     cell(tr, "ns").textContent = c.namespace;
     cell(tr, "session mono").textContent = c.session;
-    cell(tr, "remote mono").textContent = c.remote || "–";
+    cell(tr, "remote mono").textContent = (c.remote || "–").replace(/^::ffff:/, "");
     var sdk = cell(tr, "sdk");
     sdk.textContent = c.sdk || "–";
     if (c.userAgent) sdk.title = c.userAgent;
@@ -328,9 +352,11 @@ enum AdminDashboard {
   function filtersActive() { return $("filter-uid").value.trim() !== "" || $("filter-ns").value.trim() !== ""; }
 
   function spark(id, values) {
+    // A rolling window: at least 20 slots wide, so the first minute already reads as a chart.
     var max = Math.max.apply(null, values.concat([1]));
+    var step = 60 / Math.max(19, values.length - 1);
     var points = values.map(function (v, i) {
-      return (60 - (values.length - 1 - i)) + "," + (21 - (v / max) * 20).toFixed(1);
+      return (60 - (values.length - 1 - i) * step).toFixed(1) + "," + (21 - (v / max) * 20).toFixed(1);
     });
     $(id).setAttribute("points", points.join(" "));
   }
@@ -428,8 +454,5 @@ enum AdminDashboard {
   poll();
   setInterval(poll, 1000);
 })();
-</script>
-</body>
-</html>
 """#
 }

@@ -21,6 +21,10 @@ extension LWSServer {
             break
         }
         guard request.path == "/.admin" || request.path.hasPrefix("/.admin/") else { return nil }
+        // The page's stylesheet and script hold no data (a <script src> cannot send a Bearer header).
+        if request.method == "GET", let asset = AdminDashboard.asset(request.path) {
+            return HTTPResponse(status: 200, headers: [("Content-Type", asset.contentType), ("Cache-Control", "no-cache")], body: asset.body)
+        }
         guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
               request.query["auth_variable_override"] == nil else {
             return .error(401, "Admin credentials required")

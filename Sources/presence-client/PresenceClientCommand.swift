@@ -16,6 +16,7 @@ struct PresenceClientCommand: ParsableCommand {
               presence-client token --uid alice --secret-file secret.txt --claim subscription=lite
             """,
         subcommands: [
+            AdminCommand.self,
             SimulateCommand.self, WatchCommand.self,
             GetCommand.self, SetCommand.self, UpdateCommand.self, PushCommand.self, RemoveCommand.self, ListenCommand.self,
             TokenCommand.self,
