@@ -6,10 +6,40 @@ extension LWSServer {
     /// Only `/.ws` upgrades; anything else is refused during the handshake.
     func filterUpgrade(_ wsi: OpaquePointer) -> Int32 {
         let uri = header(wsi, WSI_TOKEN_GET_URI) ?? ""
-        if uri == "/.ws" || uri.hasPrefix("/.ws?") || uri.hasPrefix("/.ws/") { return 0 }
+        if uri == "/.ws" || uri.hasPrefix("/.ws?") || uri.hasPrefix("/.ws/") {
+            return admitConnection(wsi) ? 0 : 1
+        }
         logger.notice("refused WebSocket upgrade on \(uri): only /.ws is served")
         _ = lws_return_http_status(wsi, 404, "WebSockets are served on /.ws only")
         return 1
+    }
+
+    /// The per-address limits: too many live connections, or too many new ones this second, from
+    /// one address get 429 at the handshake (logged once per address and second).
+    func admitConnection(_ wsi: OpaquePointer) -> Bool {
+        let perAddress = configuration.maxConnectionsPerAddress, rate = configuration.maxConnectionRatePerAddress
+        guard perAddress > 0 || rate > 0 else { return true }
+        let address = peerAddress(wsi)
+        let second = now() / 1000
+        var recent = connectsThisSecond[address] ?? (second, 0)
+        if recent.second != second { recent = (second, 0) }
+        recent.count += 1
+        connectsThisSecond[address] = recent
+        if connectsThisSecond.count > 10_000 { connectsThisSecond = connectsThisSecond.filter { $0.value.second == second } }
+        let reason: String?
+        if perAddress > 0, connectionsByAddress[address, default: 0] >= perAddress {
+            reason = "more than \(perAddress) connections from this address"
+        } else if rate > 0, recent.count > rate {
+            reason = "more than \(rate) new connections per second from this address"
+        } else {
+            reason = nil
+        }
+        guard let reason else { return true }
+        if recent.count == max(rate, 1) + 1 || perAddress > 0 && recent.count == 1 {
+            logger.notice("refusing connections from \(address): \(reason)")
+        }
+        _ = lws_return_http_status(wsi, 429, "Too many connections: \(reason)")
+        return false
     }
 
     func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
@@ -43,6 +73,7 @@ extension LWSServer {
         let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: header(wsi, WSI_TOKEN_HTTP_USER_AGENT),
                                          now: now(), maxMessageBytes: configuration.maxMessageBytes)
         connections[id] = connection
+        connectionsByAddress[remote, default: 0] += 1
         metrics.connectionsOpened.increment()
 
         let version = urlArgument(wsi, "v")
@@ -185,6 +216,9 @@ extension LWSServer {
 
     func closed(_ id: UInt64) {
         guard let connection = connections.removeValue(forKey: id) else { return }
+        if let count = connectionsByAddress[connection.remote] {
+            if count <= 1 { connectionsByAddress.removeValue(forKey: connection.remote) } else { connectionsByAddress[connection.remote] = count - 1 }
+        }
         let reason = connection.pendingClose.map { "\($0.code) \($0.reason)" } ?? "socket closed"
         metrics.closed(reason: connection.pendingClose.map { $0.reason == "peer closed" ? "client_close" : "server_\($0.code)" } ?? "socket_closed")
         engine.disconnect(ConnectionID(id), now: now())

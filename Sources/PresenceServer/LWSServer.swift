@@ -34,6 +34,9 @@ public final class LWSServer: @unchecked Sendable {
     var destroyStarted = false
 
     var connections: [UInt64: ShellConnection] = [:]
+    /// Live WebSocket connections and recent connects per remote address, for the per-address limits.
+    var connectionsByAddress: [String: Int] = [:]
+    var connectsThisSecond: [String: (second: Int64, count: Int)] = [:]
     var nextConnectionID: UInt64 = 1
     var httpResponses: [OpaquePointer: PendingHTTPResponse] = [:]
     var pendingRequests: [OpaquePointer: PendingHTTPRequest] = [:]
@@ -129,6 +132,16 @@ public final class LWSServer: @unchecked Sendable {
         info.options = UInt64(LWS_SERVER_OPTION_LIBUV) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
             | UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
         info.retry_and_idle_policy = UnsafePointer(retry)
+        if let certificate = configuration.tlsCertificatePath, let key = configuration.tlsKeyPath {
+            for (what, path) in [("certificate", certificate), ("key", key)] where access(path, R_OK) != 0 {
+                throw ServerError.startFailed("cannot read the TLS \(what) \(path)")
+            }
+            info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+            info.ssl_cert_filepath = UnsafePointer(keep(certificate))
+            info.ssl_private_key_filepath = UnsafePointer(keep(key))
+            // TLS 1.2 and later only (OpenSSL 3's SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1).
+            info.ssl_options_set = 0x0200_0000 | 0x0400_0000 | 0x1000_0000
+        }
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.vhost_name = UnsafePointer(keep("default"))
         info.signal_cb = { _, _ in LWSServer.requestStop() }
@@ -136,6 +149,9 @@ public final class LWSServer: @unchecked Sendable {
         info.timeout_secs = 10
 
         guard let context = lws_create_context(&info) else {
+            if configuration.tlsCertificatePath != nil {
+                throw ServerError.startFailed("could not start TLS on \(configuration.host):\(configuration.port): check that --tls-cert and --tls-key are PEM files of a certificate and its matching private key, and that the port is free")
+            }
             throw ServerError.startFailed("could not listen on \(configuration.host):\(configuration.port) (address in use, or not an address of this machine?)")
         }
         self.context = context
@@ -204,10 +220,34 @@ public final class LWSServer: @unchecked Sendable {
 
     func now() -> Int64 { WallClock.nowMilliseconds() }
 
+    /// SIGHUP: load the certificate and key again (renewed files at the same paths). Existing
+    /// connections keep their session; new ones get the new certificate. A pair that does not load
+    /// leaves the old one in use.
+    func reloadCertificate() {
+        guard let context, let certificatePath = configuration.tlsCertificatePath, let keyPath = configuration.tlsKeyPath else { return }
+        guard let certificate = RulesFileReader.read(certificatePath), let key = RulesFileReader.read(keyPath) else {
+            logger.error("TLS certificate not reloaded: cannot read \(certificatePath) or \(keyPath)")
+            return
+        }
+        let result = certificate.withCString { certificatePointer in
+            key.withCString { keyPointer in
+                lws_tls_cert_updated(context, certificatePath, keyPath, certificatePointer, certificate.utf8.count,
+                                     keyPointer, key.utf8.count)
+            }
+        }
+        if result == 0 {
+            logger.notice("TLS certificate reloaded from \(certificatePath)")
+        } else {
+            logger.error("TLS certificate not reloaded (does the key match the certificate?); the previous one stays in use")
+        }
+    }
+
     /// SIGHUP: load the rules file again. A file that does not load leaves the running rules in
     /// force; listeners the new rules no longer allow are revoked with `c`.
     func reloadRulesIfRequested() {
-        guard reloadRequested.exchange(false, ordering: .relaxed), let reloadRules else { return }
+        guard reloadRequested.exchange(false, ordering: .relaxed) else { return }
+        reloadCertificate()
+        guard let reloadRules else { return }
         do {
             let policy = try reloadRules()
             engine.setPolicy(policy, now: now())

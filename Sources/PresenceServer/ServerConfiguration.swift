@@ -13,6 +13,13 @@ public struct ServerConfiguration: Sendable {
     /// Outbound bytes queued for one connection before it is closed as too slow.
     public var maxQueuedBytes = 16 * 1_048_576
     public var defaultNamespace = "default"
+    /// PEM certificate (chain) and private key: the port then serves wss:// and https:// only.
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+    /// WebSocket connections one remote address may hold at once (0 = unlimited).
+    public var maxConnectionsPerAddress = 0
+    /// New WebSocket connections per second from one remote address (0 = unlimited).
+    public var maxConnectionRatePerAddress = 0
     /// Seconds between `keep-alive` events on REST streams.
     public var streamKeepAliveSeconds = 30
 

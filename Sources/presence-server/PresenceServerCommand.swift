@@ -88,6 +88,24 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "When a write is acknowledged: 'full' (fsynced: survives power loss), 'normal' (survives a process crash; a power loss may take the last ~2 s), 'off' (survives a process crash; a power loss may lose more and corrupt).")
     var durability = "normal"
 
+    @Option(help: "PEM certificate (chain) for TLS: the port then serves wss:// and https://. SIGHUP reloads it.")
+    var tlsCert: String?
+
+    @Option(help: "PEM private key of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(help: "WebSocket connections one remote address may hold (0 = unlimited). Default: unlimited on loopback, 1000 otherwise.")
+    var maxConnectionsPerAddress: Int?
+
+    @Option(help: "New WebSocket connections per second from one remote address (0 = unlimited). Default: unlimited on loopback, 50 otherwise.")
+    var maxConnectionRate: Int?
+
+    @Option(help: "A JSON configuration file whose keys are these flags' long names without the dashes (e.g. {\"port\": 9000, \"data-dir\": \"/var/lib/presence\"}); flags given on the command line override it.")
+    var config: String?
+
+    @Flag(help: "Print the effective configuration as JSON (secrets redacted) and exit.")
+    var printConfig = false
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -117,6 +135,12 @@ struct PresenceServerCommand: ParsableCommand {
         if auth == "emulator" && !insecure && !Self.isLoopback(host) {
             throw ValidationError("refusing emulator auth on \(host): anyone could act as any user. Bind 127.0.0.1, or pass --insecure for development")
         }
+        if auth != "emulator" && adminTokenFile == nil && !insecure && !Self.isLoopback(host) {
+            throw ValidationError("--admin-token-file is required on \(host): without it nobody can operate the server or use REST as admin. Pass --insecure to run without one")
+        }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        if let value = maxConnectionsPerAddress, value < 0 { throw ValidationError("--max-connections-per-address must be 0 or more") }
+        if let value = maxConnectionRate, value < 0 { throw ValidationError("--max-connection-rate must be 0 or more") }
     }
 
     static func openStorage(dataDir: String, durability: String) throws -> SQLiteStorage {
@@ -137,11 +161,35 @@ struct PresenceServerCommand: ParsableCommand {
         }
     }
 
+    /// The settings in force, as `--config` would take them (file paths only: no secret is inlined).
+    func effectiveConfiguration() -> JSON {
+        let loopback = Self.isLoopback(host)
+        func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+        return .object([
+            ("host", .string(host)), ("port", .number(Double(port))), ("rules", .string(rules)), ("auth", .string(auth)),
+            ("secret-file", optional(secretFile)), ("project-id", optional(projectID)), ("firebase-keys", optional(firebaseKeys)),
+            ("admin-token-file", optional(adminTokenFile)), ("insecure", .bool(insecure)),
+            ("default-namespace", .string(defaultNamespace)), ("max-message-bytes", .number(Double(maxMessageBytes))),
+            ("ping-interval", .number(Double(pingInterval))), ("idle-timeout", .number(Double(idleTimeout))),
+            ("rx-buffer", .number(Double(rxBuffer))), ("disconnect-grace", .number(disconnectGrace)),
+            ("stream-keep-alive", .number(Double(streamKeepAlive))), ("data-dir", .string(dataDir)),
+            ("storage", .string(storage)), ("durability", .string(durability)),
+            ("tls-cert", optional(tlsCert)), ("tls-key", optional(tlsKey)),
+            ("max-connections-per-address", .number(Double(maxConnectionsPerAddress ?? (loopback ? 0 : 1000)))),
+            ("max-connection-rate", .number(Double(maxConnectionRate ?? (loopback ? 0 : 50)))),
+            ("log-level", .string(logLevel)),
+        ])
+    }
+
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host.hasPrefix("127.") || host == "::1"
     }
 
     func run() throws {
+        if printConfig {
+            print(JSONWriter.pretty(effectiveConfiguration()))
+            return
+        }
         let level = Logger.Level(rawValue: logLevel)!
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -175,6 +223,11 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.rxBufferBytes = rxBuffer
         configuration.defaultNamespace = defaultNamespace
         configuration.streamKeepAliveSeconds = streamKeepAlive
+        configuration.tlsCertificatePath = tlsCert
+        configuration.tlsKeyPath = tlsKey
+        let loopback = Self.isLoopback(host)
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (loopback ? 0 : 1000)
+        configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (loopback ? 0 : 50)
 
         let verifier: any TokenVerifier
         do {
