@@ -12,5 +12,7 @@ echo "== connections (2000 listeners)" >&2
 COUNT=2000 HOLD=1 PORT=9181 bench/connections.sh
 echo "== fanout (200 users, 200 watchers x 10, 1000 writes/s, 5 s)" >&2
 USERS=200 WATCHERS=200 SUBS=10 RATE=1000 DURATION=5 PORT=9182 bench/fanout.sh
+echo "== Mosquitto side by side (fanout, churn), ~30 s; skipped without /usr/sbin/mosquitto" >&2
+if [ -x /usr/sbin/mosquitto ]; then PORT=9190 bench/compare.sh; fi
 echo "== rules (presence rules, 100k users)" >&2
 ITERATIONS=100000 bench/rules.sh

@@ -253,3 +253,12 @@ final class Box<T>: @unchecked Sendable {
     var value: T
     init(_ value: T) { self.value = value }
 }
+
+extension WebSocketClientConfiguration {
+    /// The same configuration asking for a WebSocket subprotocol (`mqtt` for Mosquitto).
+    func with(subprotocol: String?) -> WebSocketClientConfiguration {
+        var copy = self
+        copy.subprotocol = subprotocol
+        return copy
+    }
+}

@@ -6,8 +6,14 @@ import PresenceCore
 
 /// `--server`, `--ns` and the auth options shared by every command that talks to a server.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "The server, ws://host:port.")
+    @Option(help: "The server, ws://host:port or wss://host:port (TLS).")
     var server = "ws://127.0.0.1:9000"
+
+    @Option(help: "TLS: a PEM file of certificate authorities to trust (for a private CA); default: the system's.")
+    var caFile: String?
+
+    @Flag(help: "TLS: accept any server certificate (self-signed, expired, other host). Development only.")
+    var insecureSkipVerify = false
 
     @Option(help: "The database (namespace); empty means the server's default database.")
     var ns = ""
@@ -29,8 +35,9 @@ struct ConnectionOptions: ParsableArguments {
 
     func validate() throws {
         if WebSocketURL(Self.normalizedServer(server)) == nil {
-            throw ValidationError("--server must look like ws://host:port (got \(server))")
+            throw ValidationError("--server must look like ws://host:port or wss://host:port (got \(server))")
         }
+        if let caFile, access(caFile, R_OK) != 0 { throw ValidationError("cannot read --ca-file \(caFile)") }
         let sources = [token != nil, tokenFile != nil, secretFile != nil, admin].filter { $0 }.count
         if sources > 1 {
             throw ValidationError("use only one of --token, --token-file, --secret-file and --admin")
@@ -77,6 +84,8 @@ struct ConnectionOptions: ParsableArguments {
         }
         var config = ClientConfiguration(server: url, namespace: ns.isEmpty ? nil : ns, credential: try credential())
         config.failFast = failFast
+        config.caFile = caFile
+        config.insecureSkipVerify = insecureSkipVerify
         return config
     }
 }

@@ -30,6 +30,9 @@ public struct ClientConfiguration: Sendable {
     public var failFast = false
     /// Give up when the server rejects or revokes the credential (there is no way to refresh it).
     public var stopOnAuthFailure = true
+    /// TLS (`wss://`): trust this PEM CA file (nil: the system's), or skip verification entirely.
+    public var caFile: String?
+    public var insecureSkipVerify = false
 
     public init(server: WebSocketURL, namespace: String? = nil, credential: String? = nil) {
         self.server = server

@@ -39,6 +39,8 @@ public final class ClientRuntime: @unchecked Sendable {
         cfg.rxBufferSize = 16 * 1024
         cfg.raiseFileLimit = false
         cfg.signalHandler = signalHandler
+        cfg.caFile = configuration.caFile
+        cfg.insecureSkipVerify = configuration.insecureSkipVerify
         transport = WebSocketClient(configuration: cfg) { [weak self] _, event in
             self?.handle(event)
         }

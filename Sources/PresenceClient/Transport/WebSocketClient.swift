@@ -56,6 +56,8 @@ public final class WebSocketClient: @unchecked Sendable {
     private var protocols: UnsafeMutablePointer<lws_protocols>?
     private var protocolName: UnsafeMutablePointer<CChar>?
     private var retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>?
+    /// Strings the lws context keeps pointers to (the CA file path).
+    private var tlsStrings: [UnsafeMutablePointer<CChar>] = []
     private var tickTimer: UnsafeMutablePointer<lwss_timer_t>?
     private var stopTimer: UnsafeMutablePointer<lwss_timer_t>?
     private var conns: [WebSocketConnectionID: Conn] = [:]
@@ -387,6 +389,14 @@ public final class WebSocketClient: @unchecked Sendable {
         info.ietf_version_or_minus_one = -1
         info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(p.id))
         info.retry_and_idle_policy = UnsafePointer(retryPolicy)
+        if p.url.secure {
+            var flags = Int32(LCCSCF_USE_SSL.rawValue)
+            if configuration.insecureSkipVerify {
+                flags |= Int32(LCCSCF_ALLOW_SELFSIGNED.rawValue) | Int32(LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue)
+                    | Int32(LCCSCF_ALLOW_EXPIRED.rawValue) | Int32(LCCSCF_ALLOW_INSECURE.rawValue)
+            }
+            info.ssl_connection = flags
+        }
         // lws copies every string into its own stash during lws_client_connect_via_info.
         let wsi: OpaquePointer? = p.url.host.withCString { host in
             p.url.pathAndQuery.withCString { path in
@@ -398,8 +408,12 @@ public final class WebSocketClient: @unchecked Sendable {
                             info.host = hostHeader
                             info.origin = origin ?? hostHeader
                             info.iface = iface
-                            info.protocol = nil
-                            return lws_client_connect_via_info(&info)
+                            // Sec-WebSocket-Protocol when configured (MQTT brokers need `mqtt`).
+                            return withOptionalCString(configuration.subprotocol) { subprotocol in
+                                info.protocol = subprotocol
+                                if subprotocol != nil { info.local_protocol_name = UnsafePointer(protocolName) }
+                                return lws_client_connect_via_info(&info)
+                            }
                         }
                     }
                 }
@@ -652,6 +666,13 @@ public final class WebSocketClient: @unchecked Sendable {
         info.user = Unmanaged.passUnretained(self).toOpaque()
         info.connect_timeout_secs = configuration.connectTimeoutSeconds
         info.timeout_secs = configuration.connectTimeoutSeconds
+        // TLS for wss:// connections, verifying against the system's CAs or --ca-file.
+        info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        if let caFile = configuration.caFile {
+            let copy = strdup(caFile)!
+            tlsStrings.append(copy)
+            info.client_ssl_ca_filepath = UnsafePointer(copy)
+        }
         if configuration.eventLoop == .libuv {
             // lws installs libuv watchers for SIGINT/SIGTERM (and SIGSEGV/SIGFPE/SIGHUP unless
             // told not to); route the first two to `signalHandler`, leave crashes alone.
@@ -760,6 +781,8 @@ public final class WebSocketClient: @unchecked Sendable {
         if let r = retryPolicy { r.deallocate(); retryPolicy = nil }
         if let t = tickTimer { t.deallocate(); tickTimer = nil }
         if let t = stopTimer { t.deallocate(); stopTimer = nil }
+        for string in tlsStrings { free(string) }
+        tlsStrings = []
     }
 
     private static func raiseFileLimit() {

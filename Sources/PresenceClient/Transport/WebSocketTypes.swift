@@ -33,6 +33,12 @@ public struct WebSocketClientConfiguration: Sendable {
     /// With libuv, lws takes over SIGINT and SIGTERM for its loop. They are passed here (on the
     /// service thread). When nil, the signal's default action runs (the process terminates).
     public var signalHandler: (@Sendable (Int32) -> Void)? = nil
+    /// The `Sec-WebSocket-Protocol` to ask for (nil: none, as the Firebase SDKs send).
+    public var subprotocol: String? = nil
+    /// TLS (`wss://`): PEM file of the certificate authorities to trust; nil uses the system's.
+    public var caFile: String? = nil
+    /// TLS: accept any certificate (self-signed, expired, wrong host). For development only.
+    public var insecureSkipVerify = false
 
     public init() {}
 }

@@ -1,5 +1,7 @@
-/// A plain `ws://host:port/path?query` address (no TLS: the transport only speaks `ws://`).
+/// A `ws://` or `wss://` (TLS) `host:port/path?query` address.
 public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
+    /// `wss://`: connect over TLS.
+    public var secure = false
     /// Host name or IPv4 literal to connect to, e.g. `127.0.0.1`.
     public var host: String
     /// TCP port; 80 when the URL has none.
@@ -13,16 +15,17 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         self.pathAndQuery = pathAndQuery.hasPrefix("/") ? pathAndQuery : "/" + pathAndQuery
     }
 
-    /// Parses `ws://host[:port][/path][?query]`. Returns nil for other schemes (`wss` included).
+    /// Parses `ws[s]://host[:port][/path][?query]`. Returns nil for other schemes.
     public init?(_ string: String) {
-        guard string.hasPrefix("ws://") else { return nil }
-        let rest = string.dropFirst(5)
+        let secure = string.hasPrefix("wss://")
+        guard secure || string.hasPrefix("ws://") else { return nil }
+        let rest = string.dropFirst(secure ? 6 : 5)
         let hostPortEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
         let hostPort = rest[rest.startIndex..<hostPortEnd]
         var tail = String(rest[hostPortEnd...])
         if tail.isEmpty { tail = "/" } else if tail.hasPrefix("?") { tail = "/" + tail }
         var host = String(hostPort)
-        var port = 80
+        var port = secure ? 443 : 80
         if let colon = hostPort.lastIndex(of: ":") {
             guard let p = Int(hostPort[hostPort.index(after: colon)...]), p > 0, p < 65536 else { return nil }
             port = p
@@ -30,6 +33,7 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         }
         guard !host.isEmpty else { return nil }
         self.init(host: host, port: port, pathAndQuery: tail)
+        self.secure = secure
     }
 
     /// `host:port`, the value sent as the `Host` header.
@@ -37,8 +41,10 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The same server with another path and query.
     public func with(pathAndQuery: String) -> WebSocketURL {
-        WebSocketURL(host: host, port: port, pathAndQuery: pathAndQuery)
+        var url = WebSocketURL(host: host, port: port, pathAndQuery: pathAndQuery)
+        url.secure = secure
+        return url
     }
 
-    public var description: String { "ws://\(host):\(port)\(pathAndQuery)" }
+    public var description: String { "\(secure ? "wss" : "ws")://\(host):\(port)\(pathAndQuery)" }
 }
