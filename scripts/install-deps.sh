@@ -19,6 +19,6 @@ fi
 
 if [ "${1:-}" = "--test" ]; then
     python3 - <<'PY' 2>/dev/null || python3 -m pip install -q -r Tests/live/requirements.txt
-import websocket, pytest, cryptography, requests, firebase_admin, selenium
+import websocket, pytest, cryptography, requests, firebase_admin, selenium, yaml
 PY
 fi
