@@ -225,7 +225,7 @@ public final class LWSServer: @unchecked Sendable {
     /// leaves the old one in use.
     func reloadCertificate() {
         guard let context, let certificatePath = configuration.tlsCertificatePath, let keyPath = configuration.tlsKeyPath else { return }
-        guard let certificate = RulesFileReader.read(certificatePath), let key = RulesFileReader.read(keyPath) else {
+        guard let certificate = TextFile.read(certificatePath), let key = TextFile.read(keyPath) else {
             logger.error("TLS certificate not reloaded: cannot read \(certificatePath) or \(keyPath)")
             return
         }

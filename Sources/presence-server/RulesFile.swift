@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import PresenceCore
+import PresenceServer
 
 #if canImport(Glibc)
 import Glibc
@@ -26,16 +27,5 @@ enum RulesFile {
         return try RuleSet.load(text: text, source: name)
     }
 
-    static func readFile(_ path: String) -> String? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
-            if count < chunk.count { break }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
+    static func readFile(_ path: String) -> String? { TextFile.read(path) }
 }

@@ -2,9 +2,9 @@
 import Glibc
 #endif
 
-/// Whole-file reads for the shell (certificates on reload).
-enum RulesFileReader {
-    static func read(_ path: String) -> String? {
+/// Whole UTF-8 files (rules, certificates, configuration), read without Foundation.
+public enum TextFile {
+    public static func read(_ path: String) -> String? {
         guard let file = fopen(path, "rb") else { return nil }
         defer { fclose(file) }
         var bytes: [UInt8] = []
