@@ -148,9 +148,12 @@ extension LWSServer {
         case .ignoredControl:
             break
         case .request(let request):
-            if let number = request.number, Self.isWrite(request.request) {
+            let isWrite = Self.isWrite(request.request)
+            if let number = request.number, isWrite {
                 connection.writeStarted[number] = stepStartedAt
             }
+            // Only a write's pushes count toward write-to-push (not a listen's initial data).
+            if !isWrite { stepStartedAt = nil }
             engine.handle(request, from: id, now: now())
         case let .invalidRequest(number, action, error):
             logger.notice("rejected request", metadata: [
