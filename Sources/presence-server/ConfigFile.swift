@@ -12,7 +12,7 @@ enum ConfigFile {
         "host", "port", "rules", "auth", "secret-file", "project-id", "firebase-keys", "admin-token-file",
         "default-namespace", "max-message-bytes", "ping-interval", "idle-timeout", "rx-buffer", "disconnect-grace",
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
-        "max-connection-rate", "log-level",
+        "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
     ]
     static let booleanFlags: Set<String> = ["insecure"]
 

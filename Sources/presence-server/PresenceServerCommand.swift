@@ -88,6 +88,15 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "When a write is acknowledged: 'full' (fsynced: survives power loss), 'normal' (survives a process crash; a power loss may take the last ~2 s), 'off' (survives a process crash; a power loss may lose more and corrupt).")
     var durability = "normal"
 
+    @Option(help: "Where a user's presence node is, with one $uid segment: the online-users index watches it.")
+    var onlinePattern = "users/$uid/presence"
+
+    @Option(help: "The boolean field of the presence node that means online.")
+    var onlineField = "online"
+
+    @Option(help: "Where `g` and REST GET read who is online now ({uid: {online, lastSeen}}); rules apply there as to data. Empty turns the index off.")
+    var onlineLocation = "online-users"
+
     @Option(help: "PEM certificate (chain) for TLS: the port then serves wss:// and https://. SIGHUP reloads it.")
     var tlsCert: String?
 
@@ -127,6 +136,11 @@ struct PresenceServerCommand: ParsableCommand {
             throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
         }
         guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
+        if !onlineLocation.isEmpty {
+            do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {
+                throw ValidationError("--online-pattern/--online-field/--online-location: \(error)")
+            }
+        }
         guard ["sqlite", "memory"].contains(storage) else { throw ValidationError("--storage must be sqlite or memory") }
         guard SQLiteStorage.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full, normal or off") }
         guard streamKeepAlive > 0 else { throw ValidationError("--stream-keep-alive must be positive") }
@@ -177,6 +191,8 @@ struct PresenceServerCommand: ParsableCommand {
             ("tls-cert", optional(tlsCert)), ("tls-key", optional(tlsKey)),
             ("max-connections-per-address", .number(Double(maxConnectionsPerAddress ?? (loopback ? 0 : 1000)))),
             ("max-connection-rate", .number(Double(maxConnectionRate ?? (loopback ? 0 : 50)))),
+            ("online-pattern", .string(onlinePattern)), ("online-field", .string(onlineField)),
+            ("online-location", .string(onlineLocation)),
             ("log-level", .string(logLevel)),
         ])
     }
@@ -240,7 +256,9 @@ struct PresenceServerCommand: ParsableCommand {
             configuration: Engine.Configuration(
                 defaultNamespace: defaultNamespace,
                 disconnectGraceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
-                hashDigest: { Array(Insecure.SHA1.hash(data: $0)) }),
+                hashDigest: { Array(Insecure.SHA1.hash(data: $0)) },
+                onlineIndex: onlineLocation.isEmpty ? nil
+                    : try? OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation)),
             verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID

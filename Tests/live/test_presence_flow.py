@@ -105,3 +105,21 @@ def test_listener_never_receives_data_outside_its_path(open_server):
     # A write below the listen is pushed at the write's own path.
     assert writer.call("p", {"p": "/users/alice/presence/online", "d": False})["s"] == "ok"
     assert watcher.push("users/alice/presence/online") is False
+
+
+def test_who_is_online_now_over_the_wire_and_rest(presence_server):
+    import requests
+    for uid, online in [("ann", True), ("ben", False), ("cat", True)]:
+        client = presence_server.client()
+        client.auth(uid)
+        assert client.call("p", {"p": f"/users/{uid}/presence", "d": {"online": online, "lastSeen": SV_TIMESTAMP}})["s"] == "ok"
+    reader = presence_server.client()
+    assert reader.call("g", {"p": "/online-users", "q": {}})["s"] == "permission_denied"  # rules apply
+    reader.auth("reader")
+    listing = reader.call("g", {"p": "/online-users", "q": {}})
+    assert listing["s"] == "ok" and set(listing["d"]) == {"ann", "cat"}
+    assert listing["d"]["ann"]["online"] is True and isinstance(listing["d"]["ann"]["lastSeen"], int)
+    url = f"http://{presence_server.host}:{presence_server.port}/online-users.json"
+    assert requests.get(url, params={"ns": "demo"}, timeout=5).status_code == 401
+    rest = requests.get(url, params={"ns": "demo", "auth": unsigned_token("reader")}, timeout=5)
+    assert rest.status_code == 200 and set(rest.json()) == {"ann", "cat"}

@@ -48,7 +48,12 @@ extension Engine {
     /// of when they were last known to be there. Returns the namespaces whose rules did not load.
     @discardableResult
     public func restore(_ state: StoredState, now: Int64) -> [(namespace: String, error: String)] {
-        for (name, tree) in state.namespaces { namespace(name).root = tree }
+        for (name, tree) in state.namespaces {
+            let ns = namespace(name)
+            ns.root = tree
+            // The one scan: rebuild who is online from the stored tree.
+            if let online = configuration.onlineIndex { ns.onlineIndex.update(after: .root, root: tree, configuration: online) }
+        }
         var failures: [(String, String)] = []
         for (name, text) in state.rules.sorted(by: { $0.key < $1.key }) {
             do {

@@ -18,7 +18,7 @@ extension Engine {
                      query: QuerySpec = .default) -> Result<Node, EngineError> {
         let ns = namespace(name)
         guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
-        return .success(query.apply(to: ns.root.node(at: path)))
+        return .success(query.apply(to: value(at: path, in: ns)))
     }
 
     /// The stored value, with no rules check (for conditional requests that already passed them).

@@ -61,7 +61,15 @@ extension Engine {
             reply(number, .failure(.permissionDenied), to: id)
             return
         }
-        reply(number, .success(.node(spec.apply(to: ns.root.node(at: path)))), to: id)
+        reply(number, .success(.node(spec.apply(to: value(at: path, in: ns)))), to: id)
+    }
+
+    /// The value a read sees: the stored data, or the online list at the online index's location.
+    func value(at path: Path, in ns: Namespace) -> Node {
+        if let online = configuration.onlineIndex, online.location.contains(path) {
+            return ns.onlineIndex.node.node(at: online.location.relative(path)!)
+        }
+        return ns.root.node(at: path)
     }
 
     /// After an auth or rules change, listens the connection may no longer read are cancelled with `c`.

@@ -119,6 +119,7 @@ extension Engine {
         for (path, node) in writes {
             ns.root.set(node, at: path)
             record(.write(namespace: ns.name, path: path, value: node))
+            if let online = configuration.onlineIndex { ns.onlineIndex.update(after: path, root: ns.root, configuration: online) }
         }
         let writePaths = writes.map(\.0)
 

@@ -12,11 +12,15 @@ public final class Engine {
         /// SHA-1, for the data hash of transactions and ETags (§8.4). The core has no crypto of its
         /// own; without it, transactions answer `not_supported`.
         public var hashDigest: (@Sendable ([UInt8]) -> [UInt8])?
+        /// "Who is online now", served at its location; nil turns it off.
+        public var onlineIndex: OnlineIndexConfiguration?
         public init(defaultNamespace: String = "default", disconnectGraceMilliseconds: Int64 = 0,
-                    hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil) {
+                    hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil,
+                    onlineIndex: OnlineIndexConfiguration? = .default) {
             self.defaultNamespace = defaultNamespace
             self.disconnectGraceMilliseconds = disconnectGraceMilliseconds
             self.hashDigest = hashDigest
+            self.onlineIndex = onlineIndex
         }
     }
 

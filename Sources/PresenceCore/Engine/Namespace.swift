@@ -9,6 +9,7 @@ final class Namespace {
     /// The rules document as uploaded (comments kept), when set through REST.
     var ownRulesText: String?
     let listeners = ListenerIndex()
+    var onlineIndex = OnlineIndex()
 
     init(name: String, policy: any AccessPolicy) {
         self.name = name
