@@ -444,16 +444,9 @@ struct ChurnCommand: ParsableCommand {
             ("ondisconnect", .string(proto == .rtdb ? "o {online:false,lastSeen:TIMESTAMP}, then p online" : "Last Will (QoS 1, retained, offline), then PUBLISH online QoS 1 retained; clean drop = PUBLISH offline + DISCONNECT")),
         ]
         fields += result.value
-        fields += [
-            ("settle_s", .double(settleSeconds)),
-            ("generator_cpu_s", .double(genCPU)),
-            ("generator_cpu_fraction_of_one_core", .double(genCPU / (churnSeconds + settleSeconds))),
-        ]
-        if let s0 = srv0, let s1 = srv1 {
-            fields.append(("server_cpu_s", .double(s1 - s0)))
-            fields.append(("server_cpu_fraction_of_one_core", .double((s1 - s0) / (churnSeconds + settleSeconds))))
-        }
-        if let rss { fields.append(("server_rss", .int(rss))) }
+        let serverCPU: Double? = if let s0 = srv0, let s1 = srv1 { s1 - s0 } else { nil }
+        fields += [("settle_s", .double(settleSeconds))]
+            + resourceFields(generatorCPU: genCPU, serverCPU: serverCPU, serverRSS: rss, seconds: churnSeconds + settleSeconds)
         printResult(fields)
     }
 }

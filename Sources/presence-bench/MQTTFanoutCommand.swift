@@ -276,113 +276,39 @@ struct MQTTFanoutCommand: ParsableCommand {
             }
         }
         try client.start()
-        let sem = DispatchSemaphore(value: 0)
         let sources = (0..<(users + watchers)).map { server.source($0) }
         let (u, w) = (users, watchers)
-        let t0 = monotonicMicros()
-        client.perform {
-            st.lastPing = monotonicMicros()
-            for i in 0..<u { st.roles[client.connect(to: endpoint, sourceAddress: sources[i])] = .writer(i) }
-            for i in 0..<w { st.roles[client.connect(to: endpoint, sourceAddress: sources[u + i])] = .watcher(i) }
-            sem.signal()
-        }
-        sem.wait()
-        let readyTarget = users + watchers * subscriptions
-        let deadline = t0 + UInt64(timeout * 1e6)
-        while st.ready.load(ordering: .relaxed) < readyTarget, st.failedConns.load(ordering: .relaxed) == 0,
-              monotonicMicros() < deadline {
-            usleep(10_000)
-        }
-        let setupSeconds = Double(monotonicMicros() - t0) / 1e6
-        let readyCount = st.ready.load(ordering: .relaxed)
-        if readyCount < readyTarget { log("only \(readyCount)/\(readyTarget) connacks+subacks ok after \(setupSeconds) s; measuring anyway") }
-
-        client.perform { st.startMicros = monotonicMicros(); st.writing = true; sem.signal() }
-        sem.wait()
-        sleepSeconds(warmup)
-        let cpu0 = selfCPU()
-        let srv0 = server.serverPid.flatMap(processCPU)
-        client.perform { st.measuring = true; st.startMicros = monotonicMicros(); st.writesSent = 0; sem.signal() }
-        sem.wait()
-        let m0 = monotonicMicros()
-        sleepSeconds(duration)
-        client.perform { st.writing = false; sem.signal() }
-        sem.wait()
-        let writeSeconds = Double(monotonicMicros() - m0) / 1e6
-        let settleEnd = monotonicMicros() + UInt64(settle * 1e6)
-        let verdict = Box<(checked: Int, wrong: Int, lastSeenDisagree: Int, examples: [String])>((0, 0, 0, []))
-        let acksDone = Box(false)
-        repeat {
-            usleep(50_000)
-            client.perform {
-                acksDone.value = st.writerInflight.allSatisfy(\.isEmpty)
-                verdict.value = st.verify()
-                sem.signal()
-            }
-            sem.wait()
-        } while (!acksDone.value || verdict.value.wrong > 0) && monotonicMicros() < settleEnd
-        let settleSeconds = Double(monotonicMicros() - m0) / 1e6 - writeSeconds
-        let cpu1 = selfCPU()
-        let srv1 = server.serverPid.flatMap(processCPU)
-        let rss = server.serverPid.flatMap(processRSS)
-        let result = Box<[(String, JSON)]>([])
-        client.perform {
-            st.measuring = false
-            let measured = st.eventsMeasured
-            result.value = [
-                ("writes_measured", .int(st.measuredWrites)),
-                ("write_rate_achieved", .double(Double(st.measuredWrites) / writeSeconds)),
-                ("writes_acked_total", .int(st.writesAcked)),
-                ("ack_latency", st.ackLatency.summary()),
-                ("events_expected", .int(st.expectedEvents)),
-                ("events_delivered", .int(measured)),
-                ("events_per_s", .double(Double(measured) / writeSeconds)),
-                ("events_per_s_by_second", .array(st.perSecond.map { .int($0) })),
-                ("latency_source", .string("client-side (user, sequence) match")),
-                ("latency", st.latency.summary()),
-                ("events_matched_to_previous_write", .int(st.eventsLate)),
-                ("events_unmatched", .int(st.eventsUnmatched)),
-                ("failures", .object(st.failures.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
-                ("closed_by_server", .int(st.closedUnexpectedly)),
-            ]
-            // A clean MQTT goodbye before the WebSocket close.
-            for id in st.roles.keys { client.send(id, bytes: MQTT.disconnect, binary: true) }
-            sem.signal()
-        }
-        sem.wait()
-        client.closeAll()
-        let closeEnd = monotonicMicros() + 10_000_000
-        while client.statistics.open > 0, monotonicMicros() < closeEnd { usleep(10_000) }
-        client.shutdown()
-        let v = verdict.value
-        let genCPU = cpu1.user + cpu1.system - cpu0.user - cpu0.system
+        let m = runFanoutPhases(
+            client: client, state: st, serverPid: server.serverPid, readyTarget: users + watchers * subscriptions,
+            readyName: "connacks+subacks", timeout: timeout, warmup: warmup, duration: duration, settle: settle,
+            connectAll: {
+                st.lastPing = monotonicMicros()
+                for i in 0..<u { st.roles[client.connect(to: endpoint, sourceAddress: sources[i])] = .writer(i) }
+                for i in 0..<w { st.roles[client.connect(to: endpoint, sourceAddress: sources[u + i])] = .watcher(i) }
+            },
+            beforeClose: {
+                // A clean MQTT goodbye before the WebSocket close.
+                for id in st.roles.keys { client.send(id, bytes: MQTT.disconnect, binary: true) }
+            })
         var fields: [(String, JSON)] = [
             ("scenario", .string("mqtt-fanout")),
             ("url", .string(endpoint.description)),
             ("users", .int(users)), ("watchers", .int(watchers)), ("subscriptions", .int(subscriptions)),
-            ("rate", .double(rate)), ("duration_s", .double(writeSeconds)),
-            ("setup_s", .double(setupSeconds)), ("ready", .int(readyCount)), ("ready_target", .int(readyTarget)),
+            ("rate", .double(rate)), ("duration_s", .double(m.writeSeconds)),
+            ("setup_s", .double(m.setupSeconds)), ("ready", .int(m.readyCount)),
+            ("ready_target", .int(users + watchers * subscriptions)),
             ("publish", .string("QoS 1, retained; watchers subscribe QoS 0")),
         ]
-        fields += result.value
-        fields += [
-            ("settle_s", .double(settleSeconds)),
-            ("final_state", .object([
-                ("checked", .int(v.checked)), ("wrong", .int(v.wrong)),
-                ("lastSeen_disagreements", .int(v.lastSeenDisagree)),
-                ("all_acked", .bool(acksDone.value)),
-                ("ok", .bool(v.wrong == 0 && v.lastSeenDisagree == 0 && acksDone.value)),
-                ("examples", .array(v.examples.map { .string($0) })),
-            ])),
-            ("generator_cpu_s", .double(genCPU)),
-            ("generator_cpu_fraction_of_one_core", .double(genCPU / (writeSeconds + settleSeconds))),
-        ]
-        if let s0 = srv0, let s1 = srv1 {
-            fields.append(("server_cpu_s", .double(s1 - s0)))
-            fields.append(("server_cpu_fraction_of_one_core", .double((s1 - s0) / (writeSeconds + settleSeconds))))
-        }
-        if let rss { fields.append(("server_rss", .int(rss))) }
+        fields += m.stateFields + m.finalStateFields
         printResult(fields)
-        if !(v.wrong == 0 && v.lastSeenDisagree == 0) { throw ExitCode(2) }
+        if !m.ok { throw ExitCode(2) }
     }
 }
+
+extension MQTTFanoutState: FanoutRunState {
+    var readyCount: Int { ready.load(ordering: .relaxed) }
+    var failedConnectCount: Int { failedConns.load(ordering: .relaxed) }
+    var extraFields: [(String, JSON)] { [] }
+    var latencySource: String { "client-side (user, sequence) match" }
+}
+

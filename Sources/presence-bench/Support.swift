@@ -5,7 +5,7 @@ import PresenceClient
 // MARK: JSON output (ordered keys, no Foundation encoder so the field order is stable)
 
 /// A JSON value for result reports.
-enum JSON {
+enum JSON: Sendable {
     case int(Int)
     case double(Double)
     case string(String)
