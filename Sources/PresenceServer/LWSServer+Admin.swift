@@ -96,7 +96,7 @@ extension LWSServer {
         var presence: [(String, JSON)] = []
         guard Path.isValidKey(uid) else { return .error(400, "invalid uid") }
         for name in engine.namespaceNames where namespace == nil || namespace == name {
-            let value = engine.storedValue(at: Path(validated: ["users", uid, "presence"]), namespace: name)
+            let value = engine.value(at: Path(validated: ["users", uid, "presence"]), namespace: name)
             if !value.isNull || namespace == name { presence.append((name, value.json())) }
         }
         let held: [JSON] = engine.heldSnapshots().filter { $0.uid == uid && (namespace == nil || $0.namespace == namespace) }.map { entry in

@@ -56,7 +56,8 @@ extension LWSServer {
             guard let value = lws_get_urlarg_by_name(wsi, name + "=", pointer.baseAddress, Int32(pointer.count)) else { return nil }
             return String(cString: value)
         }
-        return found.map(percentDecoded)
+        // lws has already decoded %-escapes in the query string.
+        return found
     }
 
     func peerAddress(_ wsi: OpaquePointer) -> String {
@@ -313,21 +314,4 @@ extension LWSServer {
         guard let started = connection.writeStarted.removeValue(forKey: number) else { return }
         metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
-}
-
-/// Lenient percent-decoding for URL arguments (the JS client does not encode them at all).
-func percentDecoded(_ text: String) -> String {
-    guard text.contains("%") || text.contains("+") else { return text }
-    var bytes: [UInt8] = []
-    var iterator = Array(text.utf8).makeIterator()
-    while let byte = iterator.next() {
-        if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
-            let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-        {
-            bytes.append(value)
-        } else {
-            bytes.append(byte)
-        }
-    }
-    return String(decoding: bytes, as: UTF8.self)
 }

@@ -21,10 +21,6 @@ extension Engine {
         return .success(query.apply(to: value(at: path, in: ns)))
     }
 
-    /// The stored value, with no rules check (for conditional requests that already passed them).
-    public func storedValue(at path: Path, namespace name: String) -> Node {
-        namespace(name).root.node(at: path)
-    }
 
     /// Applies a write and returns the written values as stored (server values resolved).
     public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64)

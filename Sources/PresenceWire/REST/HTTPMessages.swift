@@ -52,36 +52,3 @@ public struct HTTPRefusal: Error, Sendable {
     public var response: HTTPResponse
     public init(_ response: HTTPResponse) { self.response = response }
 }
-
-/// Percent-decoding for URL paths and query values.
-public enum URLDecoding {
-    public static func percentDecode(_ text: some StringProtocol, plusIsSpace: Bool = false) -> String {
-        guard text.contains("%") || (plusIsSpace && text.contains("+")) else { return String(text) }
-        var bytes: [UInt8] = []
-        let utf8 = Array(text.utf8)
-        var index = 0
-        while index < utf8.count {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "%"), index + 2 < utf8.count,
-               let value = UInt8(String(decoding: utf8[index + 1...index + 2], as: UTF8.self), radix: 16) {
-                bytes.append(value)
-                index += 3
-            } else {
-                bytes.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-                index += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// `a=1&b=%22x%22` into a dictionary (the last value wins).
-    public static func queryItems(_ query: some StringProtocol) -> [String: String] {
-        var items: [String: String] = [:]
-        for pair in query.split(separator: "&") where !pair.isEmpty {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = percentDecode(parts[0], plusIsSpace: true)
-            items[key] = parts.count > 1 ? percentDecode(parts[1], plusIsSpace: true) : ""
-        }
-        return items
-    }
-}

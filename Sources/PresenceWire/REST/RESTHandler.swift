@@ -40,7 +40,7 @@ public final class RESTHandler {
         case .success(let resolved): credentials = resolved
         case .failure(let refusal): return refusal.response
         }
-        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
+        let namespace = namespace(of: request)
         let rawPath = String(request.path.dropLast(".json".count))
         let path: Path
         do { path = try Path(rawPath) } catch { return .error(400, error.description) }
@@ -68,8 +68,13 @@ public final class RESTHandler {
         }
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .failure(HTTPRefusal(.error(400, error.description))) }
-        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
+        let namespace = namespace(of: request)
         return .success(StreamRequest(path: path, namespace: namespace, credentials: credentials, query: query))
+    }
+
+    /// The database a request names with `ns` (empty or missing: the default one).
+    func namespace(of request: HTTPRequest) -> String {
+        request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
     }
 
     /// `Authorization: Bearer <token>`, `access_token=`, `auth=`; then the admin's
@@ -115,7 +120,7 @@ public final class RESTHandler {
               request.query["auth_variable_override"] == nil else {
             return .error(401, "Permission denied: rules need admin credentials")
         }
-        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultNamespace
+        let namespace = namespace(of: request)
         switch method {
         case "GET":
             guard let rules = engine.rules(namespace: namespace) else { return .error(404, "No rules document is in force") }
@@ -171,7 +176,7 @@ public final class RESTHandler {
         if let expected = request.headers["if-match"] {
             // A conditional write (the Admin SDK's transactions): 412 with the current value and
             // ETag when someone else changed it first.
-            let current = engine.storedValue(at: path, namespace: namespace)
+            let current = engine.value(at: path, namespace: namespace)
             let tag = etag(current)
             if expected != tag {
                 guard case .success = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
@@ -205,7 +210,7 @@ public final class RESTHandler {
         case .success(let written):
             var headers: [(String, String)] = []
             if request.headers["if-match"] != nil || wantsETag(request) {
-                headers.append(("ETag", etag(engine.storedValue(at: path, namespace: namespace))))
+                headers.append(("ETag", etag(engine.value(at: path, namespace: namespace))))
             }
             if request.query["print"] == "silent" { return HTTPResponse(status: 204, headers: headers, body: "") }
             switch method {
