@@ -13,6 +13,7 @@ extension LWSServer {
             barrier = batch.sequence
         }
         perform(engine.drainEffects(), barrier: barrier)
+        recordLimitEvents()
         armEngineTimer()
         return barrier
     }

@@ -51,6 +51,10 @@ public final class LWSServer: @unchecked Sendable {
 
     /// Reloads the rules on SIGHUP; nil when the rules are not from a file.
     let reloadRules: (@Sendable () throws -> any AccessPolicy)?
+    /// Reloads the limits file on SIGHUP; nil when limits are not from a file.
+    let reloadLimits: (@Sendable () throws -> LimitSet?)?
+    /// The JSON-lines log of limit checks, when configured.
+    var limitEventLog: LimitEventLog?
 
     /// Durable storage, when configured: the storage thread, the last sequence it reported durable
     /// (written by that thread) and the last one the loop released acknowledgements for.
@@ -77,12 +81,14 @@ public final class LWSServer: @unchecked Sendable {
 
     public init(configuration: ServerConfiguration, engine: Engine, logger: Logger,
                 reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil,
+                reloadLimits: (@Sendable () throws -> LimitSet?)? = nil,
                 storage: (any StorageEngine)? = nil, metricsRegistry: PrometheusCollectorRegistry? = nil) {
         self.metrics = ServerMetrics(registry: metricsRegistry)
         self.configuration = configuration
         self.engine = engine
         self.logger = logger
         self.reloadRules = reloadRules
+        self.reloadLimits = reloadLimits
         self.storage = storage
         self.rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
     }
@@ -158,6 +164,7 @@ public final class LWSServer: @unchecked Sendable {
         if let vhost = lws_get_vhost_by_name(context, "default") {
             boundPort = Int(lws_get_vhost_listen_port(vhost))
         }
+        if let path = configuration.limitEventLogPath { limitEventLog = try LimitEventLog(path: path) }
         signalContext = context
         installSignalHandlers()
         startStorage()
@@ -247,6 +254,16 @@ public final class LWSServer: @unchecked Sendable {
     func reloadRulesIfRequested() {
         guard reloadRequested.exchange(false, ordering: .relaxed) else { return }
         reloadCertificate()
+        if let log = limitEventLog, !log.reopen() { logger.error("cannot reopen the limit event log \(log.path)") }
+        if let reloadLimits {
+            do {
+                let limits = try reloadLimits()
+                engine.setLimits(limits)
+                logger.notice("limits reloaded", metadata: ["limits": "\(limits?.limits.map(\.name) ?? [])"])
+            } catch {
+                logger.error("limits not reloaded, the previous limits stay in force: \(error)")
+            }
+        }
         guard let reloadRules else { return }
         do {
             let policy = try reloadRules()
@@ -256,6 +273,14 @@ public final class LWSServer: @unchecked Sendable {
         } catch {
             logger.error("rules not reloaded, the previous rules stay in force: \(error)")
         }
+    }
+
+    /// Limit checks of the last step: counted in `/metrics` and appended to the event log.
+    func recordLimitEvents() {
+        let events = engine.takeLimitEvents()
+        guard !events.isEmpty else { return }
+        for event in events { metrics.limitChecked(event) }
+        limitEventLog?.append(events)
     }
 }
 

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionRatePerAddress = 0
     /// Seconds between `keep-alive` events on REST streams.
     public var streamKeepAliveSeconds = 30
+    /// Where limit checks are appended as JSON lines (analytics); nil for none.
+    public var limitEventLogPath: String?
 
     public init() {}
 }

@@ -25,6 +25,20 @@ final class ServerMetrics {
         self.registry = registry
     }
 
+    private var limitChecks: [String: CoreMetrics.Counter] = [:]
+
+    /// `presence_limit_checks_total{limit, tier, outcome}`: every check of a limited operation.
+    func limitChecked(_ event: LimitEvent) {
+        let tier = event.tier ?? "none"
+        let key = event.limit + "|" + tier + "|" + event.outcome.rawValue
+        if limitChecks[key] == nil {
+            limitChecks[key] = CoreMetrics.Counter(
+                label: "presence_limit_checks_total",
+                dimensions: [("limit", event.limit), ("tier", tier), ("outcome", event.outcome.rawValue)])
+        }
+        limitChecks[key]!.increment()
+    }
+
     func closed(reason: String) {
         if closedByReason[reason] == nil {
             closedByReason[reason] = CoreMetrics.Counter(label: "presence_connections_closed_total", dimensions: [("reason", reason)])

@@ -52,7 +52,8 @@ public final class SQLiteStorage: StorageEngine {
     }
 
     public static let fileName = "presence.sqlite"
-    static let schemaVersion = 1
+    /// 2 added `limit_usage`; every table is created with IF NOT EXISTS, so 1 upgrades in place.
+    static let schemaVersion = 2
 
     /// The database file.
     public let path: String

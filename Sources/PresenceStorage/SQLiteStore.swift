@@ -24,6 +24,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
     private let getRow, deleteAt, deleteUnder, hasUnder, insertRow, setPriority, makeBranch: SQLiteStatement
     private let insertNamespace, setRulesStatement: SQLiteStatement
     private let upsertSession, deleteSession, setMeta: SQLiteStatement
+    private let upsertLimitUsage, deleteLimitUsage: SQLiteStatement
     private var all: [SQLiteStatement] = []
 
     init(_ db: OpaquePointer, durability: SQLiteStorage.Durability, normalSyncInterval: Duration?) throws {
@@ -55,6 +56,9 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
             upsertSession = try make("INSERT OR REPLACE INTO sessions(id, record) VALUES (?1, ?2)")
             deleteSession = try make("DELETE FROM sessions WHERE id = ?1")
             setMeta = try make("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")
+            upsertLimitUsage = try make(
+                "INSERT OR REPLACE INTO limit_usage(ns, limit_name, uid, count, cooldown_started) VALUES (?1, ?2, ?3, ?4, ?5)")
+            deleteLimitUsage = try make("DELETE FROM limit_usage WHERE ns = ?1 AND limit_name = ?2 AND uid = ?3")
         } catch {
             for statement in prepared { statement.finalize() }
             throw error
@@ -131,6 +135,14 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
                 key TEXT PRIMARY KEY NOT NULL,
                 value
             ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS limit_usage(
+                ns TEXT NOT NULL,
+                limit_name TEXT NOT NULL,
+                uid TEXT NOT NULL,
+                count INTEGER NOT NULL,
+                cooldown_started INTEGER,
+                PRIMARY KEY (ns, limit_name, uid)
+            ) WITHOUT ROWID;
             PRAGMA user_version = \(SQLiteStorage.schemaVersion);
             COMMIT;
             """)
@@ -188,6 +200,17 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
                         try deleteSession.run()
                     case .heartbeat(let time):
                         heartbeat = time
+                    case let .setLimitUsage(key, stored):
+                        let usage = stored == .unused ? nil : stored
+                        let statement = usage == nil ? deleteLimitUsage : upsertLimitUsage
+                        statement.bind(1, text: key.namespace)
+                        statement.bind(2, text: key.limit)
+                        statement.bind(3, text: key.uid)
+                        if let usage {
+                            statement.bind(4, int64: Int64(usage.count))
+                            if let started = usage.cooldownStartedAt { statement.bind(5, int64: started) } else { statement.bindNull(5) }
+                        }
+                        try statement.run()
                     }
                 }
                 if let batchSequence = batch.sequence { sequence = batchSequence }
@@ -488,7 +511,16 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
             default: continue
             }
         }
-        return StoredState(namespaces: trees, rules: rules, sessions: sessions, lastHeartbeat: heartbeat, lastSequence: sequence)
+        var limitUsage: [LimitUsageKey: LimitUsage] = [:]
+        let usageRows = try SQLiteStatement(db, "SELECT ns, limit_name, uid, count, cooldown_started FROM limit_usage")
+        defer { usageRows.finalize() }
+        while try usageRows.step() {
+            let key = LimitUsageKey(namespace: usageRows.text(0), limit: usageRows.text(1), uid: usageRows.text(2))
+            limitUsage[key] = LimitUsage(count: Int(usageRows.int64(3)),
+                                         cooldownStartedAt: usageRows.type(4) == SQLITE_NULL ? nil : usageRows.int64(4))
+        }
+        return StoredState(namespaces: trees, rules: rules, sessions: sessions, lastHeartbeat: heartbeat, lastSequence: sequence,
+                           limitUsage: limitUsage)
     }
 
     func loadTree(namespace: String) throws -> Node {

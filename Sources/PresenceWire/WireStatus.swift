@@ -13,6 +13,7 @@ public enum WireStatus {
         case .tooBig(let message): return ("too_big", message)
         case .notSupported(let message): return ("not_supported", message)
         case .unavailable(let message): return ("unavailable", message)
+        case .rateLimited(let message, _): return ("rate_limited", message)
         }
     }
 }

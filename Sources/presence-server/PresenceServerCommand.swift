@@ -28,7 +28,7 @@ struct PresenceServerCommand: ParsableCommand {
               presence-server rules check rules/presence.rules.json
               kill -HUP <pid>                                   # reload the rules file
             """,
-        subcommands: [RulesCommand.self, ExportCommand.self, ImportCommand.self]
+        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self]
     )
 
     @Option(help: "Address to listen on.")
@@ -96,6 +96,12 @@ struct PresenceServerCommand: ParsableCommand {
 
     @Option(help: "Where `g` and REST GET read who is online now ({uid: {online, lastSeen}}); rules apply there as to data. Empty turns the index off.")
     var onlineLocation = "online-users"
+
+    @Option(help: "Limits file: limited operations (reads of a location, e.g. refreshing online-users) and their tiers; reloaded on SIGHUP. 'none' limits nothing. When the default file is missing, nothing is limited.")
+    var limits = LimitsFile.defaultPath
+
+    @Option(help: "Append every limit check as one JSON line to this file (analytics); reopened on SIGHUP.")
+    var limitEvents: String?
 
     @Option(help: "PEM certificate (chain) for TLS: the port then serves wss:// and https://. SIGHUP reloads it.")
     var tlsCert: String?
@@ -193,6 +199,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-connection-rate", .number(Double(maxConnectionRate ?? (loopback ? 0 : 50)))),
             ("online-pattern", .string(onlinePattern)), ("online-field", .string(onlineField)),
             ("online-location", .string(onlineLocation)),
+            ("limits", .string(limits)), ("limit-events", optional(limitEvents)),
             ("log-level", .string(logLevel)),
         ])
     }
@@ -223,8 +230,10 @@ struct PresenceServerCommand: ParsableCommand {
         ]
         MetricsSystem.bootstrap(metricsFactory)
         let policy: any AccessPolicy
+        let limitSet: LimitSet?
         do {
             policy = try RulesFile.loadPolicy(rules, logger: logger)
+            limitSet = try LimitsFile.load(limits, logger: logger)
         } catch {
             logger.critical("\(error)")
             throw ExitCode(1)
@@ -241,6 +250,7 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.streamKeepAliveSeconds = streamKeepAlive
         configuration.tlsCertificatePath = tlsCert
         configuration.tlsKeyPath = tlsKey
+        configuration.limitEventLogPath = limitEvents
         let loopback = Self.isLoopback(host)
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (loopback ? 0 : 1000)
         configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (loopback ? 0 : 50)
@@ -263,6 +273,7 @@ struct PresenceServerCommand: ParsableCommand {
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID
         )
+        engine.setLimits(limitSet)
         var store: (any StorageEngine)?
         if storage == "sqlite" {
             do {
@@ -289,7 +300,12 @@ struct PresenceServerCommand: ParsableCommand {
         let reload: (@Sendable () throws -> any AccessPolicy)? = rules == "open" ? nil : { @Sendable in
             try RulesFile.loadPolicy(rulesPath, logger: Logger(label: "presence-server"))
         }
-        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload, storage: store,
+        let limitsPath = limits
+        let reloadLimits: (@Sendable () throws -> LimitSet?)? = limits == "none" ? nil : { @Sendable in
+            try LimitsFile.load(limitsPath, logger: Logger(label: "presence-server"))
+        }
+        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
+                               reloadLimits: reloadLimits, storage: store,
                                metricsRegistry: metricsRegistry)
         do {
             try server.start()

@@ -29,3 +29,21 @@ enum RulesFile {
 
     static func readFile(_ path: String) -> String? { TextFile.read(path) }
 }
+
+/// Loads the limits named by `--limits`.
+enum LimitsFile {
+    static let defaultPath = "rules/limits.json"
+
+    /// nil when nothing is limited: `none`, or the default file is absent.
+    static func load(_ name: String, logger: Logger) throws -> LimitSet? {
+        if name == "none" { return nil }
+        guard let text = TextFile.read(name) else {
+            if name == defaultPath, access(name, F_OK) != 0 {
+                logger.notice("limits: \(name) not found, nothing is limited")
+                return nil
+            }
+            throw RulesFileError.unreadable(name)
+        }
+        return try LimitSet.load(text: text, source: name)
+    }
+}

@@ -66,6 +66,7 @@ extension Engine {
                 failures.append((name, error.description))
             }
         }
+        limitUsage = state.limitUsage
         let grace = configuration.disconnectGraceMilliseconds
         for session in state.sessions where !session.ops.isEmpty {
             let disconnectedAt = min(session.disconnectedAt ?? state.lastHeartbeat ?? now, now)

@@ -14,9 +14,12 @@ extension Engine {
         verifier.verify(credential, now: now)
     }
 
+    /// A read. `countsAsUse`: a client's `GET`, which uses a limit guarding the location (the
+    /// limits file); false for the server's own reads (a conditional write's ETag check).
     public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
-                     query: QuerySpec = .default) -> Result<Node, EngineError> {
+                     query: QuerySpec = .default, countsAsUse: Bool = false) -> Result<Node, EngineError> {
         let ns = namespace(name)
+        if countsAsUse { return limitedRead(path, credentials: credentials, in: ns, now: now, query: query).map(query.apply) }
         guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
         return .success(query.apply(to: value(at: path, in: ns)))
     }
@@ -53,7 +56,11 @@ extension Engine {
     public func openStream(_ id: ConnectionID, path: Path, namespace name: String, credentials: Credentials,
                            query: QuerySpec, now: Int64) -> Result<Void, EngineError> {
         let ns = namespace(name)
-        guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
+        let value: Node
+        switch limitedRead(path, credentials: credentials, in: ns, now: now, query: query) {
+        case .success(let read): value = read
+        case .failure(let error): return .failure(error)
+        }
         var connection = Connection(id: id, namespace: name, sessionID: "stream-\(id.raw)")
         connection.credentials = credentials
         let listener = Listener(connection: id, path: path, tag: nil, query: query.isDefault ? nil : query)
@@ -61,7 +68,7 @@ extension Engine {
         connections[id] = connection
         if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
         ns.listeners.add(listener)
-        emit(.data(path: path, value: query.apply(to: ns.root.node(at: path)), tag: nil), to: id)
+        emit(.data(path: path, value: query.apply(to: value), tag: nil), to: id)
         return .success(())
     }
 }

@@ -25,9 +25,10 @@ extension Engine {
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
         let ns = namespace(connection.namespace)
-        guard mayRead(path, credentials: connection.credentials, in: ns, now: now, query: spec) else {
-            reply(number, .failure(.permissionDenied), to: id)
-            return
+        let value: Node
+        switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec) {
+        case .success(let read): value = read
+        case .failure(let error): return reply(number, .failure(error), to: id)
         }
         let tagged = tag != nil && !spec.isDefault
         let listener = Listener(connection: id, path: path, tag: tagged ? tag : nil, query: tagged ? spec : nil)
@@ -35,7 +36,6 @@ extension Engine {
         if let previous = connections[id]?.listens[key] { ns.listeners.remove(previous.listener) }
         ns.listeners.add(listener)
         connections[id]?.listens[key] = Listen(listener: listener, rawQuery: tagged ? query : nil, spec: spec)
-        let value = ns.root.node(at: path)
         emit(.data(path: path, value: tagged ? spec.apply(to: value) : value, tag: listener.tag), to: id)
         reply(number, .success(.emptyObject), to: id)
     }
@@ -56,12 +56,22 @@ extension Engine {
         case .success(let parsed): spec = parsed
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
-        let ns = namespace(connection.namespace)
-        guard mayRead(path, credentials: connection.credentials, in: ns, now: now, query: spec) else {
-            reply(number, .failure(.permissionDenied), to: id)
-            return
+        switch limitedRead(path, credentials: connection.credentials, in: ns(connection), now: now, query: spec) {
+        case .success(let value): reply(number, .success(.node(spec.apply(to: value))), to: id)
+        case .failure(let error): reply(number, .failure(error), to: id)
         }
-        reply(number, .success(.node(spec.apply(to: value(at: path, in: ns)))), to: id)
+    }
+
+    func ns(_ connection: Connection) -> Namespace { namespace(connection.namespace) }
+
+    /// Every read (`g`, listen, REST `GET`, stream) in one order of checks: the limits' status
+    /// location answers without rules or uses; elsewhere the rules first, then one use of a limit
+    /// guarding the location (so a read refused by the rules uses nothing), then the value.
+    func limitedRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec) -> Result<Node, EngineError> {
+        if let status = limitStatusValue(at: path, credentials: credentials, in: ns, now: now) { return .success(status) }
+        guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
+        if let refusal = useLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
+        return .success(value(at: path, in: ns))
     }
 
     /// The value a read sees: the stored data, or the online list at the online index's location.

@@ -43,6 +43,11 @@ public final class Engine {
     /// The earliest time something may be due (token expiry; later the grace window). It may be
     /// stale-early, never late: `tick` recomputes it.
     var earliestDeadline: Int64?
+    /// The limits file in force (nil: nothing is limited), the usage per user and limit, and the
+    /// checks not yet taken by the shell for metrics and the event log.
+    var limits: LimitSet?
+    var limitUsage: [LimitUsageKey: LimitUsage] = [:]
+    var limitEvents: [LimitEvent] = []
 
     public init(
         configuration: Configuration = Configuration(),

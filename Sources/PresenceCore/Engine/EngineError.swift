@@ -12,6 +12,8 @@ public enum EngineError: Error, Equatable, Sendable {
     case tooBig(String)
     case notSupported(String)
     case unavailable(String)
+    /// A limited operation refused (limits file); the message states when to try again.
+    case rateLimited(String, retryAfterMilliseconds: Int64?)
 
     public init(_ error: DataError) { self = .invalidData(error.description) }
 

@@ -45,6 +45,8 @@ public enum StorageMutation: Sendable, Equatable {
     case removeSession(sessionID: String)
     /// The server's liveness clock (ms since the epoch), recorded every second.
     case heartbeat(Int64)
+    /// One user's usage of one limit (limits file); nil forgets it (unused).
+    case setLimitUsage(LimitUsageKey, LimitUsage?)
 }
 
 /// The mutations of one step of the core (one request, one timer, one disconnect), in the order
@@ -112,18 +114,22 @@ public struct StoredState: Sendable, Equatable {
     public var sessions: [StoredSession]
     public var lastHeartbeat: Int64?
     public var lastSequence: UInt64?
+    /// Usage of limited operations, per namespace, limit and user.
+    public var limitUsage: [LimitUsageKey: LimitUsage]
 
     public init(namespaces: [String: Node] = [:], rules: [String: String] = [:], sessions: [StoredSession] = [],
-                lastHeartbeat: Int64? = nil, lastSequence: UInt64? = nil) {
+                lastHeartbeat: Int64? = nil, lastSequence: UInt64? = nil, limitUsage: [LimitUsageKey: LimitUsage] = [:]) {
         self.namespaces = namespaces.filter { !$0.value.isNull }
         self.rules = rules
         self.sessions = sessions.sorted { $0.sessionID < $1.sessionID }
         self.lastHeartbeat = lastHeartbeat
         self.lastSequence = lastSequence
+        self.limitUsage = limitUsage.filter { $0.value != .unused }
     }
 
     public var isEmpty: Bool {
         namespaces.isEmpty && rules.isEmpty && sessions.isEmpty && lastHeartbeat == nil && lastSequence == nil
+            && limitUsage.isEmpty
     }
 
     public mutating func apply(_ batches: [StorageBatch]) {
@@ -155,6 +161,8 @@ public struct StoredState: Sendable, Equatable {
             if index < sessions.count, sessions[index].sessionID == sessionID { sessions.remove(at: index) }
         case .heartbeat(let time):
             lastHeartbeat = time
+        case let .setLimitUsage(key, usage):
+            if let usage, usage != .unused { limitUsage[key] = usage } else { limitUsage.removeValue(forKey: key) }
         }
     }
 

@@ -28,6 +28,7 @@ public struct StorageConformance: Sendable {
         case exportImport
         case reopen
         case largeBatch
+        case limitUsage
 
         public var description: String { rawValue }
     }
@@ -71,6 +72,7 @@ public struct StorageConformance: Sendable {
         case .exportImport: try harness.exportImport()
         case .reopen: try harness.reopen()
         case .largeBatch: try harness.largeBatch()
+        case .limitUsage: try harness.limitUsage()
         }
     }
 }
@@ -150,6 +152,7 @@ final class ConformanceHarness {
         #expect(loaded.sessions == expected.sessions, "sessions", sourceLocation: sourceLocation)
         #expect(loaded.lastHeartbeat == expected.lastHeartbeat, "heartbeat", sourceLocation: sourceLocation)
         #expect(loaded.lastSequence == expected.lastSequence, "sequence", sourceLocation: sourceLocation)
+        #expect(loaded.limitUsage == expected.limitUsage, "limit usage", sourceLocation: sourceLocation)
     }
 
     func expectTree(_ expected: JSON, namespace: String = "db", sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -370,6 +373,27 @@ final class ConformanceHarness {
         try commit([StorageBatch(sequence: 8, mutations: [.heartbeat(-1)])])
         #expect(try engine.load().lastSequence == 8)
         #expect(try engine.load().lastHeartbeat == -1)
+    }
+
+    func limitUsage() throws {
+        let alice = LimitUsageKey(namespace: "db", limit: "refresh", uid: "alice")
+        let bob = LimitUsageKey(namespace: "db", limit: "refresh", uid: "bob")
+        let other = LimitUsageKey(namespace: "other", limit: "refresh", uid: "alice")
+        try commit([StorageBatch(mutations: [.setLimitUsage(alice, LimitUsage(count: 1))])])
+        try commit([StorageBatch(mutations: [
+            .setLimitUsage(alice, LimitUsage(count: 2, cooldownStartedAt: 1_700_000_000_123)),
+            .setLimitUsage(bob, LimitUsage(count: 1)), .setLimitUsage(other, LimitUsage(count: 3, cooldownStartedAt: -5)),
+        ])])
+        #expect(try engine.load().limitUsage[alice] == LimitUsage(count: 2, cooldownStartedAt: 1_700_000_000_123))
+        // nil and the unused value both forget the row; forgetting an unknown key is harmless.
+        try commit([StorageBatch(mutations: [
+            .setLimitUsage(bob, nil), .setLimitUsage(other, .unused),
+            .setLimitUsage(LimitUsageKey(namespace: "db", limit: "x", uid: "nobody"), nil),
+        ])])
+        #expect(try engine.load().limitUsage == [alice: LimitUsage(count: 2, cooldownStartedAt: 1_700_000_000_123)])
+        // Usage alone creates no tree.
+        #expect(try engine.load().namespaces.isEmpty)
+        if isDurable { try reopenEngine() }
     }
 
     func groupCommit() throws {

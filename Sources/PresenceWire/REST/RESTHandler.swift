@@ -143,7 +143,7 @@ public final class RESTHandler {
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .error(400, error.description) }
-        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query) {
+        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true) {
         case .failure(let error): return Self.response(for: error)
         case .success(let node):
             var headers: [(String, String)] = []
@@ -238,6 +238,11 @@ public final class RESTHandler {
         case .dataStale: return .error(412, message)
         case .notSupported: return .error(501, message)
         case .unavailable: return .error(503, message)
+        case .rateLimited(_, let retryAfter):
+            var response = HTTPResponse.error(429, message)
+            // Whole seconds, rounded up, as Retry-After requires.
+            if let retryAfter { response.headers.append(("Retry-After", String((retryAfter + 999) / 1000))) }
+            return response
         }
     }
 }

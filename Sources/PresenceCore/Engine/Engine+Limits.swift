@@ -1,0 +1,148 @@
+/// Limited operations (the limits file): each read of a limited location is one use for the
+/// signed-in user, checked and counted here with the engine's one clock; the user's standing is
+/// readable at the status location without using anything.
+extension Engine {
+    /// Replaces the limits (start-up, SIGHUP). Stored usage is kept: the new numbers apply from the
+    /// next check. nil turns limits off.
+    public func setLimits(_ limits: LimitSet?) {
+        self.limits = limits
+    }
+
+    public var limitSet: LimitSet? { limits }
+
+    /// The checks since the last call, for metrics and the event log.
+    public func takeLimitEvents() -> [LimitEvent] {
+        defer { limitEvents.removeAll(keepingCapacity: true) }
+        return limitEvents
+    }
+
+    /// Stored usage, for operators and tests.
+    public func limitUsage(_ key: LimitUsageKey) -> LimitUsage? { limitUsage[key] }
+
+    /// The standing of `credentials` on the limit `name`, without using it (nil: no such limit).
+    public func limitStatus(_ name: String, namespace: String, credentials: Credentials, now: Int64) -> FeatureLimitResult? {
+        guard let limit = limits?.limit(named: name) else { return nil }
+        let standing = self.standing(limit, credentials: credentials, in: self.namespace(namespace), now: now)
+        note(.checked, standing, now: now)
+        return standing.result
+    }
+
+    /// What a read of `path` returns when it is the limits' status location (or below it): every
+    /// limit's standing by name. nil when `path` is elsewhere. Reading it uses nothing and needs no
+    /// rule, since it only tells the caller about themselves.
+    func limitStatusValue(at path: Path, credentials: Credentials, in ns: Namespace, now: Int64) -> Node? {
+        guard let limits, let relative = limits.statusLocation.relative(path) else { return nil }
+        var children: [String: Node] = [:]
+        for limit in limits.limits where relative.isRoot || relative.segments[0] == limit.name {
+            let standing = standing(limit, credentials: credentials, in: ns, now: now)
+            note(.checked, standing, now: now)
+            children[limit.name] = (try? Node(json: standing.result.json)) ?? .null
+        }
+        return Node.branch(children, priority: nil).node(at: relative)
+    }
+
+    /// One use of the limit guarding `path`, if any: nil when permitted (and counted), else why it
+    /// is refused. Call it after every other check of the read passed: a read that fails for
+    /// another reason must use nothing.
+    func useLimit(at path: Path, credentials: Credentials, in ns: Namespace, now: Int64) -> EngineError? {
+        guard !credentials.isAdmin, let limit = limits?.limit(guarding: path) else { return nil }
+        var standing = standing(limit, credentials: credentials, in: ns, now: now)
+        guard let tier = standing.tier else {
+            note(.blockedNoTier, standing, now: now)
+            return .permissionDenied
+        }
+        guard case .limited(let uses, let cooldown) = tier.allowance else {
+            note(.bypassByTier, standing, now: now)
+            return nil
+        }
+        guard let key = standing.key, standing.result.canProceed else {
+            let result = standing.result
+            note(result.remainingCooldownMilliseconds > 0 ? .blockedByCooldown : .blockedByLimit, standing, now: now)
+            return Self.refusal(limit, uses: uses, remainingCooldown: result.remainingCooldownMilliseconds)
+        }
+        var usage = limitUsage[key] ?? .unused
+        let startedCooldown = usage.consume(at: now, uses: uses, cooldown: cooldown)
+        store(usage, for: key)
+        standing.result = result(limit, tier: tier, usage: usage, now: now)
+        note(.performed, standing, now: now)
+        if startedCooldown { note(.cooldownStarted, standing, now: now) }
+        return nil
+    }
+
+    static func refusal(_ limit: LimitDefinition, uses: Int, remainingCooldown: Int64) -> EngineError {
+        let spent = "\(limit.name): limit of \(uses) use\(uses == 1 ? "" : "s") reached"
+        guard remainingCooldown > 0 else { return .rateLimited(spent, retryAfterMilliseconds: nil) }
+        return .rateLimited(spent + "; try again in \(FeatureLimitResult.clock(milliseconds: remainingCooldown))",
+                            retryAfterMilliseconds: remainingCooldown)
+    }
+
+    struct Standing {
+        var namespace: String
+        var limit: LimitDefinition
+        var tier: LimitTier?
+        var key: LimitUsageKey?
+        var result: FeatureLimitResult
+    }
+
+    /// The user's standing now. Brings their stored usage up to `now` first (a cooldown that ended
+    /// resets the count exactly at its end), recording what changed.
+    func standing(_ limit: LimitDefinition, credentials: Credentials, in ns: Namespace, now: Int64) -> Standing {
+        let tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now)
+        let uid = credentials.uid
+        let key = uid.map { LimitUsageKey(namespace: ns.name, limit: limit.name, uid: $0) }
+        var usage = key.flatMap { limitUsage[$0] } ?? .unused
+        guard let tier else {
+            return Standing(namespace: ns.name, limit: limit, tier: nil, key: key, result: FeatureLimitResult(
+                limitName: limit.name, location: limit.location, tier: nil, unlimited: false, canProceed: false,
+                showPopup: false, remainingCooldownMilliseconds: 0, currentUsage: usage.count, limit: nil, cooldownMilliseconds: nil))
+        }
+        if case .limited(let uses, let cooldown) = tier.allowance {
+            // Counting needs someone to count for: a limited tier without a uid allows nothing.
+            guard let key else {
+                return Standing(namespace: ns.name, limit: limit, tier: nil, key: nil, result: FeatureLimitResult(
+                    limitName: limit.name, location: limit.location, tier: nil, unlimited: false, canProceed: false,
+                    showPopup: false, remainingCooldownMilliseconds: 0, currentUsage: 0, limit: nil, cooldownMilliseconds: nil))
+            }
+            let transitions = usage.advance(to: now, uses: uses, cooldown: cooldown)
+            if !transitions.isEmpty {
+                store(usage, for: key)
+                for transition in transitions {
+                    let partial = Standing(namespace: ns.name, limit: limit, tier: tier, key: key, result: result(limit, tier: tier, usage: usage, now: now))
+                    switch transition {
+                    case .cooldownCompleted(_, let endedAt): note(.cooldownCompleted, partial, now: endedAt)
+                    case .cooldownStarted(let at): note(.cooldownStarted, partial, now: at)
+                    case .cooldownCancelled: break
+                    }
+                }
+            }
+        }
+        return Standing(namespace: ns.name, limit: limit, tier: tier, key: key, result: result(limit, tier: tier, usage: usage, now: now))
+    }
+
+    func result(_ limit: LimitDefinition, tier: LimitTier, usage: LimitUsage, now: Int64) -> FeatureLimitResult {
+        switch tier.allowance {
+        case .unlimited:
+            return FeatureLimitResult(
+                limitName: limit.name, location: limit.location, tier: tier.name, unlimited: true, canProceed: true,
+                showPopup: false, remainingCooldownMilliseconds: 0, currentUsage: usage.count, limit: nil, cooldownMilliseconds: nil)
+        case .limited(let uses, let cooldown):
+            return FeatureLimitResult(
+                limitName: limit.name, location: limit.location, tier: tier.name, unlimited: false,
+                canProceed: usage.count < uses, showPopup: true,
+                remainingCooldownMilliseconds: usage.remainingCooldown(at: now, cooldown: cooldown),
+                currentUsage: usage.count, limit: uses, cooldownMilliseconds: cooldown)
+        }
+    }
+
+    func store(_ usage: LimitUsage, for key: LimitUsageKey) {
+        if usage == .unused { limitUsage.removeValue(forKey: key) } else { limitUsage[key] = usage }
+        record(.setLimitUsage(key, usage == .unused ? nil : usage))
+    }
+
+    func note(_ outcome: LimitEvent.Outcome, _ standing: Standing, now: Int64) {
+        limitEvents.append(LimitEvent(
+            at: now, namespace: standing.namespace, limit: standing.limit.name, tier: standing.tier?.name,
+            uid: standing.key?.uid, outcome: outcome, currentUsage: standing.result.currentUsage,
+            remainingCooldownMilliseconds: standing.result.remainingCooldownMilliseconds))
+    }
+}
