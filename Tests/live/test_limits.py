@@ -1,0 +1,177 @@
+"""Refresh limits (rules/limits.json) against the real server: the seed app's free tier of 2
+refreshes then a 120 s cooldown, Lite and new users unlimited, the status at feature-limits, REST's
+429, durability across a crash, hot reload, metrics and the event log."""
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+
+import requests
+
+from conftest import PRESENCE_RULES, ROOT, Client, Server, unsigned_token
+
+SHIPPED_LIMITS = os.path.join(ROOT, "rules", "limits.json")
+
+
+def limits_file(limit, cooldown=120):
+    path = tempfile.NamedTemporaryFile(prefix="limits-", suffix=".json", delete=False).name
+    write_limits(path, limit, cooldown)
+    return path
+
+
+def write_limits(path, limit, cooldown=120):
+    with open(path, "w") as f:
+        json.dump({"limits": {"refreshOnlineUsers": {"location": "online-users", "tiers": [
+            {"name": "lite", "when": "auth.token.subscription == 'lite'", "unlimited": True},
+            {"name": "free", "when": "auth != null", "limit": limit, "cooldownSeconds": cooldown},
+        ]}}}, f)
+
+
+def signed_in(server, uid, **claims):
+    client = server.client()
+    reply = client.call("auth", {"cred": unsigned_token(uid, **claims)})
+    assert reply["s"] == "ok", reply
+    return client
+
+
+def refresh(client):
+    return client.call("g", {"p": "/online-users", "q": {}})
+
+
+def status(client):
+    reply = client.call("g", {"p": "/feature-limits/refreshOnlineUsers", "q": {}})
+    assert reply["s"] == "ok", reply
+    return reply["d"]
+
+
+def test_free_user_gets_two_refreshes_then_the_remaining_time():
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        owner = signed_in(server, "ann")
+        assert owner.call("p", {"p": "/users/ann/presence", "d": {"online": True, "lastSeen": 1}})["s"] == "ok"
+        bob = signed_in(server, "bob")
+        before = status(bob)
+        assert before["tier"] == "free" and before["remaining"] == 2 and before["canProceed"] is True
+        assert before["showPopup"] is True and before["cooldownSeconds"] == 120
+        first = refresh(bob)
+        assert first["s"] == "ok" and first["d"] == {"ann": {"online": True, "lastSeen": 1}}
+        assert status(bob)["remaining"] == 1
+        assert refresh(bob)["s"] == "ok"
+        third = refresh(bob)
+        assert third["s"] == "rate_limited"
+        assert re.fullmatch(r"refreshOnlineUsers: limit of 2 uses reached; try again in (2:00|1:59)", third["d"]), third
+        after = status(bob)
+        assert after["canProceed"] is False and after["currentUsage"] == 2 and 118 < after["remainingCooldown"] <= 120
+        # The refusal consumed nothing, and another user is not affected.
+        assert after["currentUsage"] == 2
+        assert refresh(signed_in(server, "cat"))["s"] == "ok"
+    finally:
+        server.stop()
+
+
+def test_lite_and_new_users_are_never_refused():
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        lite = signed_in(server, "lee", subscription="lite")
+        newcomer = signed_in(server, "nina", created_at=int(time.time() * 1000) - 60_000)
+        for _ in range(5):
+            assert refresh(lite)["s"] == "ok"
+            assert refresh(newcomer)["s"] == "ok"
+        assert status(lite)["tier"] == "lite" and status(lite)["unlimited"] is True
+        assert status(newcomer)["tier"] == "new-user"
+    finally:
+        server.stop()
+
+
+def test_rest_answers_429_with_retry_after_and_serves_the_status():
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        base = f"http://{server.host}:{server.port}"
+        params = {"ns": "demo", "auth": unsigned_token("dora")}
+        assert requests.get(f"{base}/online-users.json", params=params, timeout=5).status_code == 200
+        assert requests.get(f"{base}/online-users.json", params=params, timeout=5).status_code == 200
+        refused = requests.get(f"{base}/online-users.json", params=params, timeout=5)
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] in ("120", "119")
+        assert "try again in" in refused.json()["error"]
+        standing = requests.get(f"{base}/feature-limits/refreshOnlineUsers.json", params=params, timeout=5).json()
+        assert standing["canProceed"] is False and standing["limit"] == 2
+        everything = requests.get(f"{base}/feature-limits.json", params=params, timeout=5).json()
+        assert set(everything) == {"refreshOnlineUsers"}
+        # A read the rules refuse (no credential) uses nothing and says so.
+        assert requests.get(f"{base}/online-users.json", params={"ns": "demo"}, timeout=5).status_code == 401
+    finally:
+        server.stop()
+
+
+def test_usage_survives_a_crash_and_the_file_reloads_on_sighup():
+    path = limits_file(2)
+    data_dir = tempfile.mkdtemp(prefix="presence-limits-")
+    server = Server("--rules", PRESENCE_RULES, "--limits", path, data_dir=data_dir)
+    eve = signed_in(server, "eve")
+    # A reply that used the limit is sent only once the use is durable, like a write's ack: so a
+    # crash right after it loses nothing.
+    assert refresh(eve)["s"] == "ok" and refresh(eve)["s"] == "ok"
+    server.kill()
+
+    server = Server("--rules", PRESENCE_RULES, "--limits", path, data_dir=data_dir)
+    try:
+        eve = signed_in(server, "eve")
+        assert refresh(eve)["s"] == "rate_limited"  # a restart (or reinstall) changes nothing
+        # A broken file is rejected whole; the limits in force stay.
+        with open(path, "w") as f:
+            f.write('{"limits": {"refreshOnlineUsers": {"location": "online-users", "tiers": [{"name": "x", "when": "auth.uid ==", "limit": 1}]}}}')
+        server.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert refresh(eve)["s"] == "rate_limited"
+        # Limit 5 from a changed file applies from the next check.
+        write_limits(path, 5)
+        server.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 5
+        while status(eve)["limit"] != 5:
+            assert time.time() < deadline, "the new limits were not applied"
+            time.sleep(0.1)
+        assert [refresh(eve)["s"] for _ in range(4)] == ["ok", "ok", "ok", "rate_limited"]
+    finally:
+        server.stop()
+    assert "limits not reloaded, the previous limits stay in force" in server.stderr
+    assert "/limits/refreshOnlineUsers/tiers/0/when" in server.stderr
+
+
+def test_checks_are_counted_in_metrics_and_written_to_the_event_log():
+    events = tempfile.NamedTemporaryFile(prefix="limit-events-", suffix=".jsonl", delete=False).name
+    server = Server("--rules", PRESENCE_RULES, "--limits", limits_file(1), "--limit-events", events)
+    try:
+        fay = signed_in(server, "fay")
+        assert refresh(fay)["s"] == "ok"
+        assert refresh(fay)["s"] == "rate_limited"
+        assert refresh(signed_in(server, "lee", subscription="lite"))["s"] == "ok"
+        metrics = requests.get(f"http://{server.host}:{server.port}/metrics", timeout=5).text
+        for outcome, tier in [("performed", "free"), ("cooldown_started", "free"), ("blocked_by_cooldown", "free"),
+                              ("bypass_by_tier", "lite")]:
+            line = f'presence_limit_checks_total{{limit="refreshOnlineUsers",tier="{tier}",outcome="{outcome}"}} 1'
+            assert line in metrics, (line, [l for l in metrics.splitlines() if "limit" in l])
+    finally:
+        server.stop()
+    with open(events) as f:
+        lines = [json.loads(line) for line in f]
+    assert [(e["event"], e["uid"], e["tier"]) for e in lines] == [
+        ("performed", "fay", "free"), ("cooldown_started", "fay", "free"), ("blocked_by_cooldown", "fay", "free"),
+        ("bypass_by_tier", "lee", "lite")]
+    assert all(e["limit"] == "refreshOnlineUsers" and e["ns"] == "demo" and isinstance(e["t"], int) for e in lines)
+    assert lines[2]["remainingCooldown"] > 119
+
+
+def test_limits_check_command_and_bad_limits_file_at_start(tmp_path):
+    import subprocess
+    from conftest import SERVER
+    ok = subprocess.run([SERVER, "limits", "check", SHIPPED_LIMITS], capture_output=True, text=True)
+    assert ok.returncode == 0 and "refreshOnlineUsers at /online-users: lite unlimited, new-user unlimited, free 2 per 120.0 s" in ok.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"limits": {"r": {"location": "online-users", "tiers": [{"name": "t", "when": true, "limit": -1}]}}}')
+    checked = subprocess.run([SERVER, "limits", "check", str(bad)], capture_output=True, text=True)
+    assert checked.returncode == 1 and "/limits/r/tiers/0/limit: must be a whole number" in checked.stdout
+    started = subprocess.run([SERVER, "--port", "0", "--storage", "memory", "--limits", str(bad)], capture_output=True, text=True, timeout=20)
+    assert started.returncode == 1 and "/limits/r/tiers/0/limit" in started.stderr
