@@ -39,6 +39,8 @@ extension LWSServer {
             return closeConnection(session: parts[2], request: request)
         case ("GET", "users") where parts.count == 3:
             return user(parts[2], request: request)
+        case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":
+            return resetLimit(uid: parts[2], limit: parts[4], request: request)
         case ("GET", "stats") where parts.count == 2:
             return stats()
         default:
@@ -106,10 +108,25 @@ extension LWSServer {
                 ("ops", .array(entry.ops.map { .object([("path", .string($0.path.description)), ("value", $0.value)]) })),
             ])
         }
+        let limits: [JSON] = engine.limitUsages(uid: uid).filter { namespace == nil || $0.key.namespace == namespace }.map { entry in
+            .object([
+                ("namespace", .string(entry.key.namespace)), ("limit", .string(entry.key.limit)),
+                ("count", .number(Double(entry.usage.count))),
+                ("cooldownStartedAt", entry.usage.cooldownStartedAt.map { .number(Double($0)) } ?? .null),
+            ])
+        }
         let body: JSON = .object([
             ("uid", .string(uid)), ("connections", .array(connectionsJSON)), ("presence", .object(presence)), ("held", .array(held)),
+            ("limits", .array(limits)),
         ])
         return .json(200, JSONWriter.string(body))
+    }
+
+    /// `DELETE /.admin/users/{uid}/limits/{limit}?ns=…`: the user starts again from 0 uses.
+    func resetLimit(uid: String, limit: String, request: HTTPRequest) -> HTTPResponse {
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? configuration.defaultNamespace
+        let reset = engine.resetLimitUsage(LimitUsageKey(namespace: namespace, limit: limit, uid: uid), now: now())
+        return .json(200, "{\"reset\":\(reset)}")
     }
 
     func stats() -> HTTPResponse {

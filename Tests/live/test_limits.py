@@ -175,3 +175,21 @@ def test_limits_check_command_and_bad_limits_file_at_start(tmp_path):
     assert checked.returncode == 1 and "/limits/r/tiers/0/limit: must be a whole number" in checked.stdout
     started = subprocess.run([SERVER, "--port", "0", "--storage", "memory", "--limits", str(bad)], capture_output=True, text=True, timeout=20)
     assert started.returncode == 1 and "/limits/r/tiers/0/limit" in started.stderr
+
+
+def test_operators_see_and_reset_a_users_usage():
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        gus = signed_in(server, "gus")
+        assert refresh(gus)["s"] == "ok" and refresh(gus)["s"] == "ok" and refresh(gus)["s"] == "rate_limited"
+        base = f"http://{server.host}:{server.port}/.admin/users/gus"
+        owner = {"Authorization": "Bearer owner"}
+        view = requests.get(base, params={"ns": "demo"}, headers=owner, timeout=5).json()
+        assert [(u["limit"], u["count"]) for u in view["limits"]] == [("refreshOnlineUsers", 2)]
+        assert isinstance(view["limits"][0]["cooldownStartedAt"], int)
+        assert requests.delete(f"{base}/limits/refreshOnlineUsers", params={"ns": "demo"}, timeout=5).status_code == 401
+        reset = requests.delete(f"{base}/limits/refreshOnlineUsers", params={"ns": "demo"}, headers=owner, timeout=5)
+        assert reset.status_code == 200 and reset.json() == {"reset": True}
+        assert status(gus)["remaining"] == 2 and refresh(gus)["s"] == "ok"
+    finally:
+        server.stop()

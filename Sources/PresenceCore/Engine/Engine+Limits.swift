@@ -19,6 +19,22 @@ extension Engine {
     /// Stored usage, for operators and tests.
     public func limitUsage(_ key: LimitUsageKey) -> LimitUsage? { limitUsage[key] }
 
+    /// Every stored usage of one user, sorted (operators: "why can't she refresh?").
+    public func limitUsages(uid: String) -> [(key: LimitUsageKey, usage: LimitUsage)] {
+        limitUsage.filter { $0.key.uid == uid }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// Forgets one user's usage of a limit (an operator's support action): the count is 0 and any
+    /// cooldown ends now. Returns false when nothing was stored.
+    @discardableResult
+    public func resetLimitUsage(_ key: LimitUsageKey, now: Int64) -> Bool {
+        guard limitUsage[key] != nil else { return false }
+        store(.unused, for: key)
+        limitEvents.append(LimitEvent(at: now, namespace: key.namespace, limit: key.limit, tier: nil, uid: key.uid,
+                                      outcome: .resetByOperator, currentUsage: 0, remainingCooldownMilliseconds: 0))
+        return true
+    }
+
     /// The standing of `credentials` on the limit `name`, without using it (nil: no such limit).
     public func limitStatus(_ name: String, namespace: String, credentials: Credentials, now: Int64) -> FeatureLimitResult? {
         guard let limit = limits?.limit(named: name) else { return nil }

@@ -65,6 +65,8 @@ public struct LimitEvent: Sendable, Equatable {
         case cooldownCompleted = "cooldown_completed"
         /// The status was read (no use).
         case checked
+        /// An operator reset the user's usage (`DELETE /.admin/users/{uid}/limits/{limit}`).
+        case resetByOperator = "reset_by_operator"
     }
 
     /// When it happened (ms, server clock).
