@@ -33,6 +33,11 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Authenticate as the emulator's admin (the credential owner).")
     var admin = false
 
+    @Option(help: ArgumentHelp(
+        "An extra token claim as key=value for the token made for --uid (unsigned, or minted with --secret-file); the value is read as JSON when it parses, else as a string. Repeatable.",
+        valueName: "key=value"))
+    var claim: [String] = []
+
     func validate() throws {
         if WebSocketURL(Self.normalizedServer(server)) == nil {
             throw ValidationError("--server must look like ws://host:port or wss://host:port (got \(server))")
@@ -48,6 +53,31 @@ struct ConnectionOptions: ParsableArguments {
         if let uid, !Path.isValidKey(uid) {
             throw ValidationError("--uid \(uid) is not a valid key (no . $ # [ ] / or control characters)")
         }
+        if !claim.isEmpty {
+            if uid == nil || token != nil || tokenFile != nil || admin {
+                throw ValidationError("--claim applies to the token made for --uid (alone or with --secret-file)")
+            }
+            _ = try claims()
+        }
+    }
+
+    /// The `--claim` arguments, parsed.
+    func claims() throws -> [(String, JSON)] {
+        var out: [(String, JSON)] = []
+        for item in claim {
+            do {
+                let parsed = try HS256TokenMinter.parseClaim(item)
+                if parsed.0 == "sub" || parsed.0 == "user_id" {
+                    throw ValidationError("--claim \(parsed.0) is set from --uid")
+                }
+                out.append(parsed)
+            } catch let error as ValidationError {
+                throw error
+            } catch {
+                throw ValidationError("--claim: \(error)")
+            }
+        }
+        return out
     }
 
     static func normalizedServer(_ text: String) -> String {
@@ -68,13 +98,14 @@ struct ConnectionOptions: ParsableArguments {
         if let secretFile, let uid {
             do {
                 let minter = HS256TokenMinter(secret: try HS256Secret.load(fromFile: secretFile))
-                return try minter.mint(uid: uid, ttlSeconds: 24 * 3600, now: ClientRuntime.realTimeMilliseconds())
+                return try minter.mint(uid: uid, claims: try claims(), ttlSeconds: 24 * 3600,
+                                       now: ClientRuntime.realTimeMilliseconds())
             } catch {
                 throw ValidationError("--secret-file: \(error)")
             }
         }
         if admin { return "owner" }
-        if let uid { return DevToken.unsigned(uid: uid) }
+        if let uid { return DevToken.unsigned(uid: uid, claims: try claims()) }
         return nil
     }
 

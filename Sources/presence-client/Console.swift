@@ -66,6 +66,8 @@ enum Exit {
     static let connection: Int32 = 2
     static let refused: Int32 = 3
     static let auth: Int32 = 4
+    /// A feature limit is in its cooldown (`online` without --wait).
+    static let rateLimited: Int32 = 5
     static let interrupted: Int32 = 130
 }
 

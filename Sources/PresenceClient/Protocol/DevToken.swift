@@ -3,16 +3,23 @@ import PresenceCore
 /// Development credentials.
 public enum DevToken {
     /// The unsigned token the SDKs' `mockUserToken` makes (`alg: none`, empty signature, trailing
-    /// dot): a server in emulator auth mode accepts it as `uid`.
-    public static func unsigned(uid: String, projectID: String = "demo-presence") -> String {
+    /// dot): a server in emulator auth mode accepts it as `uid`. `claims` are added to the payload
+    /// in order (`subscription: "lite"`, `created_at: 1700000000000`); one with the name of a
+    /// standard claim replaces it, except `sub` and `user_id`, which always name `uid`.
+    public static func unsigned(uid: String, projectID: String = "demo-presence", claims: [(String, JSON)] = []) -> String {
         let header: JSON = .object([("alg", "none"), ("type", "JWT")])
-        let payload: JSON = .object([
+        var members: [(String, JSON)] = [
             ("iss", .string("https://securetoken.google.com/\(projectID)")),
             ("aud", .string(projectID)),
             ("iat", 0), ("exp", 3600), ("auth_time", 0),
             ("sub", .string(uid)), ("user_id", .string(uid)),
             ("firebase", .object([("sign_in_provider", "custom"), ("identities", .object([]))])),
-        ])
+        ]
+        for (key, value) in claims where key != "sub" && key != "user_id" {
+            members.removeAll { $0.0 == key }
+            members.append((key, value))
+        }
+        let payload: JSON = .object(members)
         return Base64URL.encode(Array(JSONWriter.string(header).utf8)) + "."
             + Base64URL.encode(Array(JSONWriter.string(payload).utf8)) + "."
     }
