@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -191,5 +192,51 @@ def test_operators_see_and_reset_a_users_usage():
         reset = requests.delete(f"{base}/limits/refreshOnlineUsers", params={"ns": "demo"}, headers=owner, timeout=5)
         assert reset.status_code == 200 and reset.json() == {"reset": True}
         assert status(gus)["remaining"] == 2 and refresh(gus)["s"] == "ok"
+    finally:
+        server.stop()
+
+
+CLIENT = os.path.join(os.path.dirname(__import__("conftest").SERVER) or ".", "presence-client")
+
+
+def online(server, cache_dir, *args, timeout=30):
+    argv = [CLIENT, "online", *args, "--server", f"ws://{server.host}:{server.port}", "--ns", "demo"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "XDG_CACHE_HOME": str(cache_dir)})
+
+
+def test_client_online_refresh_three_times_as_free_and_as_lite_user(tmp_path):
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        ann = signed_in(server, "ann")
+        assert ann.call("p", {"p": "/users/ann/presence", "d": {"online": True, "lastSeen": {".sv": "timestamp"}}})["s"] == "ok"
+        runs = [online(server, tmp_path, "--refresh", "--uid", "bob") for _ in range(3)]
+        assert [r.returncode for r in runs] == [0, 0, 5], [(r.stdout, r.stderr) for r in runs]
+        assert "Refreshes: 1 left of 2" in runs[0].stdout and "ann" in runs[0].stdout
+        assert "Refreshes: 0 left of 2 (next in 2:00)" in runs[1].stdout
+        # The third is refused with the remaining time; the last list is still shown, from the cache.
+        assert re.search(r"Time remaining (2:00|1:5\d)", runs[2].stdout), runs[2].stdout
+        assert "online (cached" in runs[2].stdout and "ann" in runs[2].stdout
+        assert "run with --wait" in runs[2].stderr
+        # Without --refresh a fresh cache is shown without asking the server (nothing used).
+        cached = online(server, tmp_path, "--uid", "bob")
+        assert cached.returncode == 0 and "online (cached" in cached.stdout
+        lite = [online(server, tmp_path, "--refresh", "--uid", "lee", "--claim", "subscription=lite") for _ in range(3)]
+        assert [r.returncode for r in lite] == [0, 0, 0]
+        assert all("Refreshes: unlimited (lite)" in r.stdout for r in lite)
+    finally:
+        server.stop()
+
+
+def test_client_online_wait_refreshes_when_the_cooldown_ends(tmp_path):
+    server = Server("--rules", PRESENCE_RULES, "--limits", limits_file(1, cooldown=2))
+    try:
+        first = online(server, tmp_path, "--refresh", "--uid", "bob")
+        assert first.returncode == 0 and "Refreshes: 0 left of 1" in first.stdout
+        started = time.time()
+        waited = online(server, tmp_path, "--refresh", "--wait", "--uid", "bob")
+        assert waited.returncode == 0, (waited.stdout, waited.stderr)
+        assert "Time remaining 0:0" in waited.stdout and "online (refreshed" in waited.stdout
+        assert time.time() - started >= 1.0  # it did wait for the cooldown, not refresh early
     finally:
         server.stop()
