@@ -240,3 +240,46 @@ def test_client_online_wait_refreshes_when_the_cooldown_ends(tmp_path):
         assert time.time() - started >= 1.0  # it did wait for the cooldown, not refresh early
     finally:
         server.stop()
+
+
+def test_firebase_admin_sdk_reads_the_list_and_standing_and_honours_retry_after(monkeypatch):
+    """A real client: the Python Admin SDK acting as a user (auth_variable_override) over REST. Its
+    HTTP layer honours Retry-After on a 429: the third read waits out the cooldown, then succeeds."""
+    import uuid
+    firebase_admin = __import__("pytest").importorskip("firebase_admin")
+    from firebase_admin import db
+    events = tempfile.NamedTemporaryFile(prefix="limit-events-", suffix=".jsonl", delete=False).name
+    server = Server("--rules", PRESENCE_RULES, "--limits", limits_file(2, cooldown=2), "--limit-events", events)
+    monkeypatch.setenv("FIREBASE_DATABASE_EMULATOR_HOST", f"{server.host}:{server.port}")
+    names = []
+
+    def app_as(auth, **extra):
+        name = f"limits-{uuid.uuid4().hex}"
+        names.append(name)
+        options = {"databaseURL": "https://demo.firebaseio.com", "httpTimeout": 10, **extra}
+        if auth is not None:
+            options["databaseAuthVariableOverride"] = auth
+        return firebase_admin.initialize_app(None, options, name=name)
+
+    try:
+        db.reference("users/ann/presence", app_as(None)).set({"online": True, "lastSeen": 5})
+        ivy = app_as({"uid": "ivy", "token": {"sub": "ivy"}})
+        assert db.reference("feature-limits/refreshOnlineUsers", ivy).get()["remaining"] == 2
+        assert db.reference("online-users", ivy).get() == {"ann": {"online": True, "lastSeen": 5}}
+        assert db.reference("online-users", ivy).get() == {"ann": {"online": True, "lastSeen": 5}}
+        standing = db.reference("feature-limits/refreshOnlineUsers", ivy).get()
+        assert standing["canProceed"] is False and standing["tier"] == "free" and 0 < standing["remainingCooldown"] <= 2
+        started = time.time()
+        assert db.reference("online-users", ivy).get() == {"ann": {"online": True, "lastSeen": 5}}
+        assert time.time() - started >= 1.0  # it was refused, waited Retry-After, and came back
+        lite = app_as({"uid": "leo", "token": {"sub": "leo", "subscription": "lite"}})
+        for _ in range(4):
+            assert "ann" in db.reference("online-users", lite).get()
+    finally:
+        for name in names:
+            firebase_admin.delete_app(firebase_admin.get_app(name))
+        server.stop()
+    with open(events) as f:
+        ivy_events = [e["event"] for e in map(json.loads, f) if e["uid"] == "ivy"]
+    assert ivy_events[:4] == ["checked", "performed", "performed", "cooldown_started"]
+    assert "blocked_by_cooldown" in ivy_events and ivy_events[-2:] == ["cooldown_completed", "performed"]
