@@ -20,14 +20,9 @@ struct LimitsCommand: ParsableCommand {
         var file: String
 
         func run() throws {
-            guard let text = RulesFile.readFile(file) else {
-                print("error: cannot read \(file)")
-                throw ExitCode(1)
-            }
-            do {
+            try FileCheck.run(file) { text in
                 let limits = try LimitSet.load(text: text, source: file)
-                print("\(file): ok")
-                for limit in limits.limits {
+                return limits.limits.map { limit in
                     let tiers = limit.tiers.map { tier in
                         switch tier.allowance {
                         case .unlimited: return "\(tier.name) unlimited"
@@ -35,12 +30,8 @@ struct LimitsCommand: ParsableCommand {
                         case .limited(let uses, nil): return "\(tier.name) \(uses) in all"
                         }
                     }
-                    print("  \(limit.name) at \(limit.location): \(tiers.joined(separator: ", "))")
-                }
-                print("  status at \(limits.statusLocation)/<limit>")
-            } catch {
-                print("error: \(error)")
-                throw ExitCode(1)
+                    return "\(limit.name) at \(limit.location): \(tiers.joined(separator: ", "))"
+                } + ["status at \(limits.statusLocation)/<limit>"]
             }
         }
     }

@@ -19,17 +19,29 @@ struct RulesCommand: ParsableCommand {
         var file: String
 
         func run() throws {
-            guard let text = RulesFile.readFile(file) else {
-                print("error: cannot read \(file)")
-                throw ExitCode(1)
-            }
-            do {
+            try FileCheck.run(file) { text in
                 _ = try RuleSet.load(text: text, source: file)
-                print("\(file): ok")
-            } catch {
-                print("error: \(error)")
-                throw ExitCode(1)
+                return []
             }
+        }
+    }
+}
+
+/// The `check` subcommands: read the file, load it, print `FILE: ok` and a summary, or the error
+/// with exit 1.
+enum FileCheck {
+    static func run(_ file: String, load: (String) throws -> [String]) throws {
+        guard let text = RulesFile.readFile(file) else {
+            print("error: cannot read \(file)")
+            throw ExitCode(1)
+        }
+        do {
+            let summary = try load(text)
+            print("\(file): ok")
+            for line in summary { print("  " + line) }
+        } catch {
+            print("error: \(error)")
+            throw ExitCode(1)
         }
     }
 }
