@@ -28,7 +28,8 @@ struct AdminCommand: ParsableCommand {
               presence-client admin stats --server http://10.0.0.5:9000 \\
                   --admin-token-file admin.txt
             """,
-        subcommands: [AdminConnectionsCommand.self, AdminUserCommand.self, AdminKickCommand.self, AdminStatsCommand.self]
+        subcommands: [AdminConnectionsCommand.self, AdminUserCommand.self, AdminKickCommand.self, AdminResetLimitCommand.self,
+                      AdminStatsCommand.self]
     )
 }
 
@@ -249,6 +250,53 @@ struct AdminUserCommand: ParsableCommand {
             }
         } else {
             console.line("held sessions: none")
+        }
+        console.line("")
+        if case .array(let limits)? = user["limits"], !limits.isEmpty {
+            console.line("limit usage (\(limits.count)):")
+            let rows = limits.map { l -> [String] in
+                [l["limit"]?.stringValue ?? "?", l["namespace"]?.stringValue ?? "?",
+                 l["count"]?.numberValue.map { AdminFormat.integer($0) } ?? "?", AdminFormat.ago(l["cooldownStartedAt"], now: now)]
+            }
+            for line in AdminFormat.table(["LIMIT", "NS", "USES", "COOLDOWN SINCE"], rows, right: [2]) { console.line("  " + line) }
+        } else {
+            console.line("limit usage: none")
+        }
+    }
+}
+
+struct AdminResetLimitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset-limit",
+        abstract: "Reset a user's usage of a limit (limits file): 0 uses, no cooldown.",
+        discussion: """
+            See a user's usage with `presence-client admin user UID`.
+
+            Examples:
+              presence-client admin reset-limit bob refreshOnlineUsers --ns demo
+            """)
+
+    @Argument(help: "The user id.")
+    var uid: String
+
+    @Argument(help: "The limit's name in the limits file.")
+    var limit: String
+
+    @Option(help: "The database (namespace); default: the server's default database.")
+    var ns: String?
+
+    @OptionGroup var options: AdminOptions
+
+    func run() throws {
+        var query: [(String, String)] = []
+        if let ns { query.append(("ns", ns)) }
+        let reply = try options.call("DELETE", "/.admin/users/" + AdminHTTP.escape(uid) + "/limits/" + AdminHTTP.escape(limit)
+                                     + AdminHTTP.query(query))
+        let console = Console()
+        if options.json {
+            console.line(JSONWriter.string(reply))
+        } else {
+            console.line(reply["reset"]?.boolValue == true ? "reset \(limit) for \(uid)" : "\(uid) had no usage of \(limit)")
         }
     }
 }

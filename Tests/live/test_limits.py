@@ -192,6 +192,15 @@ def test_operators_see_and_reset_a_users_usage():
         reset = requests.delete(f"{base}/limits/refreshOnlineUsers", params={"ns": "demo"}, headers=owner, timeout=5)
         assert reset.status_code == 200 and reset.json() == {"reset": True}
         assert status(gus)["remaining"] == 2 and refresh(gus)["s"] == "ok"
+        # The same through the CLI.
+        server_arg = ["--server", f"ws://{server.host}:{server.port}"]
+        shown = subprocess.run([CLIENT, "admin", "user", "gus", "--ns", "demo", *server_arg], capture_output=True, text=True, timeout=15)
+        assert shown.returncode == 0 and "limit usage (1):" in shown.stdout
+        assert re.search(r"refreshOnlineUsers\s+demo\s+1\s+–", shown.stdout), shown.stdout
+        cli_reset = subprocess.run([CLIENT, "admin", "reset-limit", "gus", "refreshOnlineUsers", "--ns", "demo", *server_arg],
+                                   capture_output=True, text=True, timeout=15)
+        assert cli_reset.returncode == 0 and cli_reset.stdout.strip() == "reset refreshOnlineUsers for gus"
+        assert status(gus)["currentUsage"] == 0
     finally:
         server.stop()
 
