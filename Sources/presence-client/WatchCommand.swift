@@ -10,7 +10,7 @@ struct WatchCommand: ParsableCommand {
         discussion: """
             One row per user, updated as events arrive and as time passes ("just now", "Nm ago", "Nh ago", "yesterday", "N days ago", then a date). On a terminal the table is redrawn in place; otherwise a row is printed whenever its text changes. With --json, one JSON object per change: {"uid","online","lastSeen","status","t"} (t and lastSeen in ms since the epoch, server clock). Connection states go to standard error.
 
-            After 3 consecutive failed connection attempts the rows are also polled (a one-shot read of each user every 15 s, jittered, sent whenever a connection is up) until a connection stays up for 30 s; the footer (or standard error, off a terminal) shows "next update in N s".
+            After 3 consecutive failed connection attempts the rows are also polled over the REST API on the same host and port (GET /users/<uid>/presence.json, or /users.json with --all, with the same credential; http:// for ws://, https:// for wss://) every 15 s, jittered, while the WebSocket keeps reconnecting in the background, until a WebSocket connection stays up for 30 s. The footer (or standard error, off a terminal) shows "next update in N s"; a failed poll is reported once on standard error and retried. Over https the polls trust the system's certificate authorities only (--ca-file and --insecure-skip-verify apply to the WebSocket). watch keeps retrying while the server can be reached either way, and exits (code 2) when neither the WebSocket nor the REST API ever answered.
 
             Examples:
               presence-client watch alice bob --uid carol
@@ -27,9 +27,14 @@ struct WatchCommand: ParsableCommand {
     @Flag(help: "Print one JSON object per line for each change.")
     var json = false
 
+    @Option(help: ArgumentHelp("Seconds between polls in the polling fallback (default 15; shorter for testing).",
+                               valueName: "seconds"))
+    var pollInterval = 15
+
     @OptionGroup var connection: ConnectionOptions
 
     func validate() throws {
+        if pollInterval < 1 { throw ValidationError("--poll-interval must be at least 1 second") }
         if users.isEmpty, !all { throw ValidationError("name the users to watch, or use --all") }
         if all, !users.isEmpty { throw ValidationError("--all watches every user; do not name users with it") }
         for user in users where !Path.isValidKey(user) {
@@ -38,7 +43,13 @@ struct WatchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let watcher = Watcher(users: users, all: all, json: json, configuration: try connection.configuration(failFast: true))
+        // Not fail-fast: a server whose WebSocket cannot be reached may still answer REST polls (the
+        // watcher gives up itself when neither ever answers).
+        let interval = Int64(pollInterval) * 1000
+        let policy = RefreshPolicy(intervalMilliseconds: interval, jitter: WatchRefresh.pollPolicy.jitter,
+                                   retryMilliseconds: min(interval, WatchRefresh.pollPolicy.retryMilliseconds))
+        let watcher = Watcher(users: users, all: all, json: json, configuration: try connection.configuration(failFast: false),
+                              pollPolicy: policy, http: URLSessionHTTP())
         let code = watcher.run()
         if code != 0 { throw ExitCode(code) }
     }
@@ -56,17 +67,19 @@ final class Watcher: @unchecked Sendable {
     var listeners: [ListenerID: String] = [:]  // listener → uid ("" for --all)
     var drawnLines = 0
     var connected = false
-    /// Wording redraws and, after repeated connection failures, polls.
+    /// Wording redraws.
     var scheduler = RefreshScheduler(store: InMemoryRefreshStore(), concurrencyLimit: 4)
-    var health = ConnectionHealth()
-    /// Polls out: the read → its ticket.
-    var polls: [GetID: RefreshScheduler.Ticket] = [:]
-    var pollUids: [RefreshKind: String?] = [:]
+    /// After repeated connection failures, REST polls.
+    var poller: WatchPoller
+    let http: any HTTPGetting
     var lastPollNote = ""
     var console: Console { session.console }
 
-    init(users: [String], all: Bool, json: Bool, configuration: ClientConfiguration) {
+    init(users: [String], all: Bool, json: Bool, configuration: ClientConfiguration, pollPolicy: RefreshPolicy,
+         http: any HTTPGetting) {
         session = Session(configuration: configuration)
+        poller = WatchPoller(endpoint: RESTEndpoint(configuration: configuration), users: users, all: all, policy: pollPolicy)
+        self.http = http
         self.users = users
         self.all = all
         self.json = json
@@ -85,26 +98,16 @@ final class Watcher: @unchecked Sendable {
                 case .value(let id, _, let value):
                     guard let uid = listeners[id] else { return }
                     apply(uid.isEmpty ? board.apply(users: value) : board.apply(uid: uid, presence: value))
-                case .getCompleted(let id, let value, let failure):
-                    guard let ticket = polls.removeValue(forKey: id) else { return }
-                    scheduler.complete(ticket, success: failure == nil, now: s.runtime.now)
-                    if let failure {
-                        s.console.note("poll \(WatchRefresh.pollPath(pollUids[ticket.kind] ?? nil)): \(failure)")
-                    } else if let value, let uid = pollUids[ticket.kind] {
-                        apply(uid.map { board.apply(uid: $0, presence: value) } ?? board.apply(users: value))
-                    }
-                    notePolling()
                 case .listenFailed(_, let path, let failure):
                     s.console.error("listen \(path): \(failure)")
                     s.end(OneShot.failureCode(failure))
                 case .status(let status):
                     if case .connected = status {
                         connected = true
-                        health.connected(now: s.runtime.now)
+                        poller.connected(now: s.runtime.now)
                     } else if case .disconnected = status {
                         connected = false
-                        health.disconnected(now: s.runtime.now)
-                        updatePolling()
+                        pollingChanged(poller.disconnected(now: s.runtime.now))
                     }
                     s.note(status)
                     if !json { render(force: true) }
@@ -112,17 +115,12 @@ final class Watcher: @unchecked Sendable {
                 }
             },
             onTick: { [self] s, now in
-                health.tick(now: now)
-                updatePolling()
+                pollingChanged(poller.tick(now: now))
                 for ticket in scheduler.takeDue(now: now) {
-                    if ticket.kind == WatchRefresh.wordingKind {
-                        if !json { render(force: false) }
-                        scheduler.complete(ticket, success: true, now: now)
-                    } else {
-                        let path = WatchRefresh.pollPath(pollUids[ticket.kind] ?? nil)
-                        polls[s.runtime.withConnection { c, now in c.get(path, now: now) }] = ticket
-                    }
+                    if !json { render(force: false) }
+                    scheduler.complete(ticket, success: true, now: now)
                 }
+                for poll in poller.takeDue(now: now) { send(poll) }
             },
             setup: { [self] s in
                 s.runtime.withConnection { c, now in
@@ -144,46 +142,48 @@ final class Watcher: @unchecked Sendable {
         }
     }
 
-    /// Starts or stops polling as the connection's health says.
-    func updatePolling() {
-        let polling = health.polling
-        guard polling != !pollUids.isEmpty else { return }
-        if polling {
-            let targets: [String?] = all ? [nil] : users.map { Optional($0) }
-            for uid in targets {
-                let kind = WatchRefresh.pollKind(uid)
-                pollUids.updateValue(uid, forKey: kind)
-                scheduler.register(kind, WatchRefresh.pollPolicy)
-            }
-            console.note("connection failing: polling every \(WatchRefresh.pollPolicy.intervalMilliseconds / 1000) s")
-        } else {
-            for kind in pollUids.keys {
-                scheduler.cancel(kind)
-                scheduler.unregister(kind)
-            }
-            pollUids = [:]
-            polls = [:]
+    /// Notes the start or the end of polling.
+    func pollingChanged(_ change: WatchPoller.Change?) {
+        guard let change else { return }
+        switch change {
+        case .started:
+            console.note("connection failing: polling \(poller.endpoint.origin) every \(poller.policy.intervalMilliseconds / 1000) s")
+        case .stopped:
             lastPollNote = ""
             console.note("connection stable: live updates only")
         }
         if !json { render(force: true) }
     }
 
-    /// While polling: "next update in N s", or "updating" while polls are out.
-    func pollingText(now: Int64) -> String? {
-        guard !pollUids.isEmpty else { return nil }
-        var next: Int64?
-        for kind in pollUids.keys where !scheduler.isRunning(kind) {
-            let t = scheduler.nextRefresh(kind, now: now)
-            if next == nil || t < next! { next = t }
+    /// Sends a poll; its result comes back on the service thread.
+    func send(_ poll: WatchPoller.Poll) {
+        let runtime = session.runtime
+        http.get(poll.request) { [self] result in
+            runtime.perform { [self] _ in finish(poll.id, result) }
         }
-        let running = pollUids.keys.contains { scheduler.isRunning($0) }
-        return WatchRefresh.pollText(nextUpdate: next, now: now, running: running)
     }
+
+    /// Service thread: a poll's result.
+    func finish(_ id: Int, _ result: HTTPGetResult) {
+        let completion = poller.complete(id, result, now: session.runtime.now, board: &board)
+        guard completion.known else { return }
+        if let note = completion.note { console.note(note) }
+        if let fatal = completion.fatal {
+            console.error(fatal)
+            session.end(Exit.connection, clean: false)
+            return
+        }
+        apply(completion.changed)
+        if !json, console.isTerminal, completion.changed.isEmpty { render(force: true) }
+        notePolling()
+    }
+
+    /// While polling: "next update in N s", or "updating" while polls are out.
+    func pollingText(now: Int64) -> String? { poller.statusText(now: now) }
 
     /// Off a terminal (or with --json), the polling state goes to standard error when a round ends.
     func notePolling() {
-        guard json || !console.isTerminal, polls.isEmpty, let text = pollingText(now: session.runtime.now),
+        guard json || !console.isTerminal, poller.idle, let text = pollingText(now: session.runtime.now),
               text != lastPollNote else { return }
         lastPollNote = text
         console.note(text)
