@@ -29,6 +29,7 @@ final class URLSessionHTTP: HTTPGetting {
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = "GET"
         urlRequest.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let bearer = request.bearer { urlRequest.setValue("Bearer " + bearer, forHTTPHeaderField: "Authorization") }
         let task = session.dataTask(with: urlRequest) { data, response, error in
             if let http = response as? HTTPURLResponse {
                 completion(.response(status: http.statusCode, body: String(decoding: data ?? Data(), as: UTF8.self)))

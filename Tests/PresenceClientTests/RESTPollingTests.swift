@@ -73,8 +73,10 @@ final class PollingRig {
 @Suite struct RESTPollingTests {
     @Test func urlsUseTheSameHostPortNamespaceAndCredential() {
         let ws = RESTEndpoint(server: WebSocketURL("ws://example.org:9000/ignored")!, namespace: "demo", credential: "owner")
-        #expect(ws.pollURL(uid: "alice") == "http://example.org:9000/users/alice/presence.json?ns=demo&auth=owner")
-        #expect(ws.pollURL(uid: nil) == "http://example.org:9000/users.json?ns=demo&auth=owner")
+        #expect(ws.pollURL(uid: "alice") == "http://example.org:9000/users/alice/presence.json?ns=demo")
+        #expect(ws.pollURL(uid: nil) == "http://example.org:9000/users.json?ns=demo")
+        // The credential travels as a Bearer header, never in the URL.
+        #expect(ws.pollRequest(uid: "alice") == HTTPGetRequest(url: "http://example.org:9000/users/alice/presence.json?ns=demo", bearer: "owner"))
         let wss = RESTEndpoint(server: WebSocketURL("wss://example.org")!, namespace: nil, credential: nil)
         #expect(wss.pollURL(uid: "bob") == "https://example.org:443/users/bob/presence.json")
         #expect(wss.url(for: .root) == "https://example.org:443/.json")
@@ -83,13 +85,13 @@ final class PollingRig {
     @Test func urlPartsArePercentEncoded() {
         let token = "eyJh.eyJz+/=.sig"
         let e = RESTEndpoint(server: WebSocketURL("ws://127.0.0.1:9000")!, namespace: "my db&x", credential: token)
-        #expect(e.pollURL(uid: "ali ce%é")
-            == "http://127.0.0.1:9000/users/ali%20ce%25%C3%A9/presence.json?ns=my%20db%26x&auth=eyJh.eyJz%2B%2F%3D.sig")
+        #expect(e.pollURL(uid: "ali ce%é") == "http://127.0.0.1:9000/users/ali%20ce%25%C3%A9/presence.json?ns=my%20db%26x")
+        #expect(e.pollRequest(uid: "x").bearer == token)
         #expect(RESTEndpoint.percentEncoded("A-z_0.9~") == "A-z_0.9~")
         #expect(RESTEndpoint.percentEncoded("?#&=") == "%3F%23%26%3D")
         // The configuration's credential and namespace are the ones used.
         let config = ClientConfiguration(server: WebSocketURL("ws://h:1")!, namespace: "n", credential: "c")
-        #expect(RESTEndpoint(configuration: config).pollURL(uid: nil) == "http://h:1/users.json?ns=n&auth=c")
+        #expect(RESTEndpoint(configuration: config).pollRequest(uid: nil) == HTTPGetRequest(url: "http://h:1/users.json?ns=n", bearer: "c"))
     }
 
     @Test func noPollsUntilThreeFailedAttempts() {
@@ -98,7 +100,7 @@ final class PollingRig {
         #expect(rig.http.urls.isEmpty && rig.poller.statusText(now: rig.clock.now) == nil)
         rig.failThreeTimes()
         rig.tick()
-        #expect(rig.http.urls == ["http://127.0.0.1:9000/users/alice/presence.json?ns=demo&auth=owner"])
+        #expect(rig.http.urls == ["http://127.0.0.1:9000/users/alice/presence.json?ns=demo"])
         #expect(rig.poller.statusText(now: rig.clock.now) == "updating")
     }
 
@@ -130,7 +132,7 @@ final class PollingRig {
         let rig = PollingRig(users: [], all: true)
         rig.failThreeTimes()
         rig.tick()
-        #expect(rig.http.urls == ["http://127.0.0.1:9000/users.json?ns=demo&auth=owner"])
+        #expect(rig.http.urls == ["http://127.0.0.1:9000/users.json?ns=demo"])
         rig.answer(.response(status: 200, body: #"{"alice":{"presence":{"online":true,"lastSeen":5}},"bob":{"x":1}}"#))
         #expect(rig.board.order == ["alice", "bob"])
         #expect(rig.board.records["alice"]?.online == true && rig.board.records["bob"]?.online == nil)
@@ -218,6 +220,6 @@ final class PollingRig {
         rig.answer(.response(status: 200, body: "null"))
         rig.tick()
         #expect(rig.http.urls.count == 4)  // three left from the first round, one more started
-        #expect(rig.http.urls.last == "http://127.0.0.1:9000/users/e/presence.json?ns=demo&auth=owner")
+        #expect(rig.http.urls.last == "http://127.0.0.1:9000/users/e/presence.json?ns=demo")
     }
 }

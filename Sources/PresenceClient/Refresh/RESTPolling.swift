@@ -1,10 +1,15 @@
 import PresenceCore
 
-/// A one-shot HTTP `GET` (the credential rides in the URL's `auth=` parameter).
+/// A one-shot HTTP `GET`. The credential goes in an `Authorization: Bearer` header, not in the URL,
+/// so that proxies and access logs do not record it.
 public struct HTTPGetRequest: Equatable, Sendable {
     public var url: String
+    public var bearer: String?
 
-    public init(url: String) { self.url = url }
+    public init(url: String, bearer: String? = nil) {
+        self.url = url
+        self.bearer = bearer
+    }
 }
 
 /// How an HTTP `GET` ended.
@@ -45,19 +50,23 @@ public struct RESTEndpoint: Equatable, Sendable {
     /// `http://host:port` (or `https://`).
     public var origin: String { "\(secure ? "https" : "http")://\(host):\(port)" }
 
-    /// `GET` address of the value at `path`: `/<segments>.json?ns=<ns>&auth=<credential>`, each part
-    /// percent-encoded (the root is `/.json`).
+    /// `GET` address of the value at `path`: `/<segments>.json?ns=<ns>`, each part percent-encoded
+    /// (the root is `/.json`). The credential is not in it: see `pollRequest`.
     public func url(for path: Path) -> String {
         var out = origin + "/" + path.segments.map { Self.percentEncoded($0) }.joined(separator: "/") + ".json"
         var query: [String] = []
         if let ns = namespace, !ns.isEmpty { query.append("ns=" + Self.percentEncoded(ns)) }
-        if let credential, !credential.isEmpty { query.append("auth=" + Self.percentEncoded(credential)) }
         if !query.isEmpty { out += "?" + query.joined(separator: "&") }
         return out
     }
 
     /// The poll of one user's presence (`users/<uid>/presence.json`), or of every user (`users.json`) for nil.
     public func pollURL(uid: String?) -> String { url(for: WatchRefresh.pollPath(uid)) }
+
+    /// The poll request, with the credential as a Bearer token.
+    public func pollRequest(uid: String?) -> HTTPGetRequest {
+        HTTPGetRequest(url: pollURL(uid: uid), bearer: credential.flatMap { $0.isEmpty ? nil : $0 })
+    }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`), as UTF-8.
     public static func percentEncoded(_ text: String) -> String {
@@ -186,7 +195,7 @@ public struct WatchPoller {
         return scheduler.takeDue(now: now).map { ticket in
             inFlight[ticket.id] = ticket
             let uid = self.uid(of: ticket.kind)
-            return Poll(id: ticket.id, uid: uid, request: HTTPGetRequest(url: endpoint.pollURL(uid: uid)))
+            return Poll(id: ticket.id, uid: uid, request: endpoint.pollRequest(uid: uid))
         }
     }
 
