@@ -4,7 +4,8 @@
 # Python packages the live tests use. Safe to run repeatedly; does nothing when all is there.
 set -euo pipefail
 
-packages=(pkg-config libwebsockets-dev libwebsockets-evlib-uv libssl-dev libsqlite3-dev python3-pip chromium chromium-driver)
+# libcurl4: FoundationNetworking (URLSession) loads it; presence-client watch polls REST with it.
+packages=(pkg-config libwebsockets-dev libwebsockets-evlib-uv libssl-dev libsqlite3-dev libcurl4 python3-pip chromium chromium-driver)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
