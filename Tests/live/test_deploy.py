@@ -92,6 +92,8 @@ def test_config_keys_are_server_flags_and_the_server_accepts_it(name):
     assert effective["auth"] in ("firebase", "hs256") and effective["admin-token-file"]
     assert effective["storage"] == "sqlite" and effective["data-dir"] == "/var/lib/presence"
     assert not effective["insecure"]
+    # The refresh limits ship beside the rules (the container copies rules/limits.json there).
+    assert effective["limits"] == "/etc/presence/limits.json"
 
 
 def test_production_config_serves_tls_with_firebase_auth():
