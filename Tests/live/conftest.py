@@ -44,7 +44,7 @@ class Server:
         if not match:
             self.proc.kill()
             self.proc.wait()
-            raise RuntimeError(f"server did not start: {line!r} {open(self.log.name).read()}")
+            raise RuntimeError(f"server did not start: {line!r} {self.read_log()}")
         self.host, self.port = match.group(1), int(match.group(2))
 
     def url(self, ns="demo", **params):
@@ -70,9 +70,15 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        with open(self.log.name) as log:
-            self.stderr = log.read()
+        self.stderr = self.read_log()
         return self.proc.returncode
+
+    def read_log(self):
+        """The server's stderr so far, read through our own handle: it survives the file being
+        unlinked by a /tmp clean-up while the test runs."""
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
 
 
 class Client:
