@@ -2,8 +2,9 @@
 ///
 /// A namespace travels in Firebase's export format (`.priority` / `.value` members, as
 /// `Node.json(exportFormat: true)` writes it). A whole database is
-/// `{"format": "presence-database", "version": 1, "namespaces": {ns: tree}, "rules": {ns: "document"}}`;
-/// sessions are not exported (they belong to the running server).
+/// `{"format": "presence-database", "version": 1, "namespaces": {ns: tree}, "rules": {ns: "document"},
+/// "limitUsage": [{"ns", "limit", "uid", "count", "cooldownStartedAt"}]}` (`limitUsage` is optional
+/// on import); sessions are not exported (they belong to the running server).
 public enum StorageExport {
     public static let format = "presence-database"
     public static let version = 1
@@ -53,6 +54,13 @@ public enum StorageExport {
             ("version", .number(Double(version))),
             ("namespaces", .object(names.map { ($0, state.namespaces[$0]!.json(exportFormat: true)) })),
             ("rules", .object(ruleNames.map { ($0, .string(state.rules[$0]!)) })),
+            ("limitUsage", .array(state.limitUsage.sorted { $0.key < $1.key }.map { key, usage in
+                .object([
+                    ("ns", .string(key.namespace)), ("limit", .string(key.limit)), ("uid", .string(key.uid)),
+                    ("count", .number(Double(usage.count))),
+                    ("cooldownStartedAt", usage.cooldownStartedAt.map { .number(Double($0)) } ?? .null),
+                ])
+            })),
         ])
     }
 
@@ -77,6 +85,18 @@ public enum StorageExport {
             for (name, document) in members {
                 guard let text = document.stringValue else { throw .notADatabase("rules of \"\(name)\" must be a string") }
                 batch.setRules(text, namespace: name)
+            }
+        }
+        if let usage = json["limitUsage"] {
+            guard case .array(let entries) = usage else { throw .notADatabase("limitUsage must be an array") }
+            for entry in entries {
+                guard let ns = entry["ns"]?.stringValue, let limit = entry["limit"]?.stringValue, let uid = entry["uid"]?.stringValue,
+                      let count = entry["count"]?.numberValue, count >= 0, count == count.rounded(), count < 1e15 else {
+                    throw .notADatabase("each limitUsage entry needs ns, limit, uid and a whole count")
+                }
+                let started = entry["cooldownStartedAt"]?.numberValue.map { Int64($0) }
+                batch.mutations.append(.setLimitUsage(LimitUsageKey(namespace: ns, limit: limit, uid: uid),
+                                                      LimitUsage(count: Int(count), cooldownStartedAt: started)))
             }
         }
         return batch

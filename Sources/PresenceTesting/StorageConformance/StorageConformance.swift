@@ -412,7 +412,9 @@ final class ConformanceHarness {
 
     func exportImport() throws {
         try write("/", ["users": ["a": ["name": "A", ".priority": 1], "b": [".value": true, ".priority": "x"]], "list": [1, 2]])
-        try commit([StorageBatch(mutations: [.setRules(namespace: "db", document: "{\"rules\":{}}")])])
+        let usageKey = LimitUsageKey(namespace: "db", limit: "refresh", uid: "a")
+        try commit([StorageBatch(mutations: [.setRules(namespace: "db", document: "{\"rules\":{}}"),
+                                             .setLimitUsage(usageKey, LimitUsage(count: 2, cooldownStartedAt: 1_700_000_000_000))])])
         let exported = try StorageExport.exportNamespace("db", from: engine)
         #expect(exported == reference.namespaces["db"]!.json(exportFormat: true))
         let text = JSONWriter.string(exported)
@@ -427,11 +429,12 @@ final class ConformanceHarness {
         let reparsed = try JSONParser.parse(JSONWriter.string(database))
         try commit([StorageBatch(mutations: [.write(namespace: "db", path: .root, value: .null),
                                              .write(namespace: "copy", path: .root, value: .null),
-                                             .setRules(namespace: "db", document: nil)])])
+                                             .setRules(namespace: "db", document: nil), .setLimitUsage(usageKey, nil)])])
         #expect(try engine.load().namespaces.isEmpty)
         try commit([try StorageExport.importBatch(database: reparsed)])
         #expect(try engine.load().namespaces.keys.sorted() == ["copy", "db"])
         #expect(try engine.load().rules == ["db": "{\"rules\":{}}"])
+        #expect(try engine.load().limitUsage == [usageKey: LimitUsage(count: 2, cooldownStartedAt: 1_700_000_000_000)])
         #expect(throws: StorageExport.ImportError.self) { try StorageExport.importBatch(database: ["format": "other"]) }
         #expect(throws: StorageExport.ImportError.self) { try StorageExport.importBatch(namespace: "x", json: ["bad.key": 1]) }
     }
