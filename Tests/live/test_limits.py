@@ -292,3 +292,28 @@ def test_firebase_admin_sdk_reads_the_list_and_standing_and_honours_retry_after(
         ivy_events = [e["event"] for e in map(json.loads, f) if e["uid"] == "ivy"]
     assert ivy_events[:4] == ["checked", "performed", "performed", "cooldown_started"]
     assert "blocked_by_cooldown" in ivy_events and ivy_events[-2:] == ["cooldown_completed", "performed"]
+
+
+def test_a_version_1_data_directory_upgrades_in_place():
+    """Data directories written before limits existed (schema 1) open and gain the usage table."""
+    import sqlite3
+    data_dir = tempfile.mkdtemp(prefix="presence-upgrade-")
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS, data_dir=data_dir)
+    writer = signed_in(server, "ann")
+    assert writer.call("p", {"p": "/users/ann/presence", "d": {"online": True, "lastSeen": 7}})["s"] == "ok"
+    server.stop()
+    db = sqlite3.connect(os.path.join(data_dir, "presence.sqlite"))
+    db.execute("DROP TABLE limit_usage")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS, data_dir=data_dir)
+    try:
+        bob = signed_in(server, "bob")
+        assert refresh(bob)["d"] == {"ann": {"online": True, "lastSeen": 7}}  # the data is all there
+    finally:
+        server.stop()
+    db = sqlite3.connect(os.path.join(data_dir, "presence.sqlite"))
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("SELECT ns, limit_name, uid, count FROM limit_usage").fetchall() == [("demo", "refreshOnlineUsers", "bob", 1)]
+    db.close()
