@@ -258,7 +258,7 @@ import Testing
         #expect(error(#"{"limits": {"a": {"location": "x", "tiers": [{"name": "t", "when": true, "limit": 1, "cooldownSeconds": 0}]}}}"#)?
             .contains("/cooldownSeconds") == true)
         #expect(error(#"{"limits": {"a": {"location": "x/y", "tiers": [{"name": "t", "when": true, "unlimited": true}]}, "b": {"location": "x", "tiers": [{"name": "t", "when": true, "unlimited": true}]}}}"#)
-                == #"limits.json: /limits/b/location: overlaps the location of limit "a" (/x/y)"#)
+                == #"limits.json: /limits/b/location: overlaps the location of read limit "a" (/x/y)"#)
         #expect(error(#"{"statusLocation": "x", "limits": {"a": {"location": "x", "tiers": [{"name": "t", "when": true, "unlimited": true}]}}}"#)
                 == "limits.json: /limits/a/location: overlaps the statusLocation /x")
         #expect(error(#"{"limits": {"a": {"location": "/", "tiers": [{"name": "t", "when": true, "unlimited": true}]}}}"#)
@@ -291,5 +291,70 @@ enum TextFileForTests {
         var root = file.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
         if root.isEmpty { root = "." }
         return try? String(contentsOfFile: root + "/" + relativePath, encoding: .utf8)
+    }
+}
+
+/// `"operation": "write"`: the seed's message limits, on writes instead of reads.
+@Suite struct WriteLimitsTests {
+    static let limits = try! LimitSet.load(text: """
+        {"limits": {
+          "sendMessage": {"location": "messages", "operation": "write", "tiers": [
+            {"name": "free", "when": "auth != null", "limit": 3, "cooldownSeconds": 60}]},
+          "readMessages": {"location": "messages", "tiers": [{"name": "all", "when": true, "unlimited": true}]}
+        }}
+        """, source: "limits.json")
+    static let rules = try! RuleSet.load(
+        text: #"{"rules": {"messages": {"$uid": {".read": true, ".write": "auth.uid == $uid"}}, "profile": {".write": true}}}"#,
+        source: "test")
+
+    func reply(_ harness: EngineHarness, _ id: ConnectionID, _ action: String, _ body: String) -> String {
+        harness.request(5, action, body, from: id)
+        return harness.take(id).last(where: { $0.contains(#""r":5"#) }) ?? ""
+    }
+
+    @Test func writesUseTheLimitAndARefusedWriteChangesNothing() throws {
+        let harness = EngineHarness(policy: Self.rules)
+        harness.engine.setLimits(Self.limits)
+        let id = harness.connect()
+        harness.signIn(id, as: "alice")
+        for n in 1...3 {
+            #expect(reply(harness, id, "p", "{\"p\":\"/messages/alice/m\(n)\",\"d\":\"hi\"}").contains(#""s":"ok""#))
+        }
+        // A merge touching the limited location and another one counts as one use, and is refused whole.
+        let refused = reply(harness, id, "m", #"{"p":"/","d":{"messages/alice/m4":"hi","profile/name":"Al"}}"#)
+        #expect(refused == #"{"t":"d","d":{"r":5,"b":{"s":"rate_limited","d":"sendMessage: limit of 3 uses reached; try again in 1:00"}}}"#)
+        #expect(harness.engine.value(at: try Path("/messages/alice/m4"), namespace: "test").isNull)
+        #expect(harness.engine.value(at: try Path("/profile"), namespace: "test").isNull)
+        // Writes elsewhere, and reads of the location (an unlimited read tier), are not affected.
+        #expect(reply(harness, id, "p", #"{"p":"/profile/name","d":"Al"}"#).contains(#""s":"ok""#))
+        #expect(reply(harness, id, "g", #"{"p":"/messages/alice","q":{}}"#).contains(#""s":"ok""#))
+        // A write the rules refuse consumes nothing (and is refused for the rules, not the limit).
+        harness.advance(byMilliseconds: 60_000)
+        #expect(reply(harness, id, "p", #"{"p":"/messages/bob/x","d":"spoof"}"#).contains("permission_denied"))
+        #expect(harness.engine.limitStatus("sendMessage", namespace: "test", credentials: .user(auth: ["uid": "alice"], expiresAt: nil),
+                                           now: harness.clock.now)?.remaining == 3)
+    }
+
+    @Test func onDisconnectWritesAreNotCounted() throws {
+        let harness = EngineHarness(policy: Self.rules)
+        harness.engine.setLimits(Self.limits)
+        let id = harness.connect()
+        harness.signIn(id, as: "alice")
+        for n in 1...3 { _ = reply(harness, id, "p", "{\"p\":\"/messages/alice/m\(n)\",\"d\":\"hi\"}") }
+        #expect(reply(harness, id, "o", #"{"p":"/messages/alice/bye","d":"left"}"#).contains(#""s":"ok""#))
+        harness.disconnect(id)
+        #expect(harness.engine.value(at: try Path("/messages/alice/bye"), namespace: "test") == Node(.string("left")))
+    }
+
+    @Test func operationIsValidatedAndOverlapIsPerOperation() {
+        #expect(throws: LimitsLoadError.self) {
+            try LimitSet.load(text: #"{"limits": {"a": {"location": "x", "operation": "delete", "tiers": [{"name": "t", "when": true, "unlimited": true}]}}}"#,
+                              source: "l")
+        }
+        #expect(throws: LimitsLoadError.self) {
+            try LimitSet.load(text: #"{"limits": {"a": {"location": "x", "operation": "write", "tiers": [{"name": "t", "when": true, "unlimited": true}]}, "b": {"location": "x/y", "operation": "write", "tiers": [{"name": "t", "when": true, "unlimited": true}]}}}"#,
+                              source: "l")
+        }
+        #expect(Self.limits.limits.map(\.operation) == [.write, .read])
     }
 }

@@ -317,3 +317,28 @@ def test_a_version_1_data_directory_upgrades_in_place():
     assert db.execute("PRAGMA user_version").fetchone()[0] == 2
     assert db.execute("SELECT ns, limit_name, uid, count FROM limit_usage").fetchall() == [("demo", "refreshOnlineUsers", "bob", 1)]
     db.close()
+
+
+def test_a_write_limit_counts_wire_and_rest_writes():
+    path = tempfile.NamedTemporaryFile(prefix="limits-", suffix=".json", delete=False).name
+    with open(path, "w") as f:
+        json.dump({"limits": {"postStatus": {"location": "users", "operation": "write", "tiers": [
+            {"name": "free", "when": "auth != null", "limit": 3, "cooldownSeconds": 60}]}}}, f)
+    server = Server("--rules", PRESENCE_RULES, "--limits", path)
+    try:
+        hal = signed_in(server, "hal")
+        presence = {"online": True, "lastSeen": {".sv": "timestamp"}}
+        assert hal.call("p", {"p": "/users/hal/presence", "d": presence})["s"] == "ok"
+        assert hal.call("m", {"p": "/users/hal/presence", "d": {"online": False}})["s"] == "ok"
+        url = f"http://{server.host}:{server.port}/users/hal/presence.json"
+        params = {"ns": "demo", "auth": unsigned_token("hal")}
+        assert requests.put(url, params=params, json=presence, timeout=5).status_code == 200
+        refused = requests.put(url, params=params, json={"online": False, "lastSeen": {".sv": "timestamp"}}, timeout=5)
+        assert refused.status_code == 429 and refused.headers["Retry-After"] in ("60", "59")
+        assert hal.call("p", {"p": "/users/hal/presence", "d": presence})["s"] == "rate_limited"
+        # The refused writes changed nothing: the REST PUT's value is still there.
+        assert hal.call("g", {"p": "/users/hal/presence/online", "q": {}})["d"] is True
+        standing = hal.call("g", {"p": "/feature-limits/postStatus", "q": {}})["d"]
+        assert standing["currentUsage"] == 3 and standing["canProceed"] is False
+    finally:
+        server.stop()

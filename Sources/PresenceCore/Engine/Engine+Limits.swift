@@ -62,6 +62,27 @@ extension Engine {
     /// another reason must use nothing.
     func useLimit(at path: Path, credentials: Credentials, in ns: Namespace, now: Int64) -> EngineError? {
         guard !credentials.isAdmin, let limit = limits?.limit(guarding: path) else { return nil }
+        return use(limit, credentials: credentials, in: ns, now: now)
+    }
+
+    /// One use of every write limit a write to `paths` touches, all or nothing: when one refuses,
+    /// none is counted. Call it after the rules allowed the write.
+    func useWriteLimits(_ paths: [Path], credentials: Credentials, in ns: Namespace, now: Int64) -> EngineError? {
+        guard !credentials.isAdmin, let touched = limits?.limits(guardingWritesTo: paths), !touched.isEmpty else { return nil }
+        // Check them all before counting any (a refusal must consume nothing).
+        if touched.count > 1 {
+            for limit in touched where !standing(limit, credentials: credentials, in: ns, now: now).result.canProceed {
+                return use(limit, credentials: credentials, in: ns, now: now)
+            }
+        }
+        for limit in touched {
+            if let refusal = use(limit, credentials: credentials, in: ns, now: now) { return refusal }
+        }
+        return nil
+    }
+
+    /// Checks and, when permitted, counts one use of `limit`.
+    func use(_ limit: LimitDefinition, credentials: Credentials, in ns: Namespace, now: Int64) -> EngineError? {
         var standing = standing(limit, credentials: credentials, in: ns, now: now)
         guard let tier = standing.tier else {
             note(.blockedNoTier, standing, now: now)

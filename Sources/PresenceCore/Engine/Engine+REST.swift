@@ -42,6 +42,7 @@ extension Engine {
             return .failure(EngineError(error))
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
+        if let refusal = useWriteLimits(writes.map(\.0), credentials: credentials, in: ns, now: now) { return .failure(refusal) }
         commit(writes, in: ns)
         counters.writes["rest", default: 0] += 1
         supersedeHeld(by: writes.map(\.0), credentials: credentials, namespace: name)

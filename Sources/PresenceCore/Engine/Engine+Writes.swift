@@ -42,6 +42,7 @@ extension Engine {
         guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
+        if let refusal = useWriteLimits([write.0], credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
         commit([write], in: ns)
         counters.writes["set", default: 0] += 1
         supersedeHeld(by: [write.0], credentials: connection.credentials, namespace: ns.name)
@@ -63,6 +64,7 @@ extension Engine {
         guard mayWrite(writes, credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
+        if let refusal = useWriteLimits(writes.map(\.0), credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
         commit(writes, in: ns)
         counters.writes["update", default: 0] += 1
         supersedeHeld(by: writes.map(\.0), credentials: connection.credentials, namespace: ns.name)

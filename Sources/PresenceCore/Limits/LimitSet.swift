@@ -16,7 +16,9 @@
 /// ```
 ///
 /// A limit guards the reads of its `location` (and below): each `g`, listen, REST `GET` or stream
-/// there is one use. Tiers are tried in order; the first whose `when` (an expression of the rules
+/// there is one use. With `"operation": "write"` it guards writes instead: each `p`, `m` or REST
+/// write at, below or above the location is one use (the seed's message limits); onDisconnect
+/// writes, run by the server, are not counted. Tiers are tried in order; the first whose `when` (an expression of the rules
 /// language seeing `auth`, `now` and `root`) is true applies. A tier is `unlimited`, or allows
 /// `limit` uses, after which a cooldown of `cooldownSeconds` starts (no `cooldownSeconds`: the uses
 /// never come back). Each limit's status is readable, without using it, at
@@ -37,18 +39,32 @@ public struct LimitSet: Sendable {
 
     /// The limit guarding a read of `path`, if any.
     public func limit(guarding path: Path) -> LimitDefinition? {
-        limits.first { $0.location.contains(path) }
+        limits.first { $0.operation == .read && $0.location.contains(path) }
+    }
+
+    /// The limits a write touching `paths` uses: those whose location is at, below or above one of
+    /// them (a write above the location replaces what is there), each once.
+    public func limits(guardingWritesTo paths: [Path]) -> [LimitDefinition] {
+        limits.filter { limit in
+            limit.operation == .write && paths.contains { limit.location.contains($0) || $0.contains(limit.location) }
+        }
     }
 }
 
 public struct LimitDefinition: Sendable {
+    public enum Operation: String, Sendable {
+        case read, write
+    }
+
     public var name: String
     public var location: Path
+    public var operation: Operation
     public var tiers: [LimitTier]
 
-    public init(name: String, location: Path, tiers: [LimitTier]) {
+    public init(name: String, location: Path, operation: Operation = .read, tiers: [LimitTier]) {
         self.name = name
         self.location = location
+        self.operation = operation
         self.tiers = tiers
     }
 
@@ -152,16 +168,24 @@ struct LimitsDocumentReader {
             if a.location.contains(statusLocation) || statusLocation.contains(a.location) {
                 throw fail("/limits/\(a.name)/location", "overlaps the statusLocation \(statusLocation)")
             }
-            for b in limits[(i + 1)...] where a.location.contains(b.location) || b.location.contains(a.location) {
-                throw fail("/limits/\(b.name)/location", "overlaps the location of limit \"\(a.name)\" (\(a.location))")
+            for b in limits[(i + 1)...] where a.operation == b.operation
+                && (a.location.contains(b.location) || b.location.contains(a.location)) {
+                throw fail("/limits/\(b.name)/location", "overlaps the location of \(a.operation.rawValue) limit \"\(a.name)\" (\(a.location))")
             }
         }
         return LimitSet(statusLocation: statusLocation, limits: limits)
     }
 
     func limit(_ name: String, _ body: JSON, at location: String) throws(LimitsLoadError) -> LimitDefinition {
-        let members = Dictionary(try object(body, at: location, allowed: ["location", "tiers"]), uniquingKeysWith: { a, _ in a })
+        let members = Dictionary(try object(body, at: location, allowed: ["location", "operation", "tiers"]), uniquingKeysWith: { a, _ in a })
         let guarded = try path(members["location"], at: location + "/location")
+        var operation = LimitDefinition.Operation.read
+        if let raw = members["operation"] {
+            guard case .string(let text) = raw, let parsed = LimitDefinition.Operation(rawValue: text) else {
+                throw fail(location + "/operation", "must be \"read\" (the default) or \"write\"")
+            }
+            operation = parsed
+        }
         guard case .array(let tierList)? = members["tiers"], !tierList.isEmpty else {
             throw fail(location + "/tiers", "must be a non-empty array of tiers, tried in order")
         }
@@ -173,7 +197,7 @@ struct LimitsDocumentReader {
             }
             tiers.append(tier)
         }
-        return LimitDefinition(name: name, location: guarded, tiers: tiers)
+        return LimitDefinition(name: name, location: guarded, operation: operation, tiers: tiers)
     }
 
     func tier(_ json: JSON, at location: String) throws(LimitsLoadError) -> LimitTier {
