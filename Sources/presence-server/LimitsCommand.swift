@@ -30,7 +30,8 @@ struct LimitsCommand: ParsableCommand {
                         case .limited(let uses, nil): return "\(tier.name) \(uses) in all"
                         }
                     }
-                    return "\(limit.name) at \(limit.location): \(tiers.joined(separator: ", "))"
+                    let writes = limit.operation == .write ? " (writes)" : ""
+                    return "\(limit.name) at \(limit.location)\(writes): \(tiers.joined(separator: ", "))"
                 } + ["status at \(limits.statusLocation)/<limit>"]
             }
         }
