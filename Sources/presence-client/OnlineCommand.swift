@@ -208,6 +208,14 @@ final class OnlineRefresher: @unchecked Sendable {
             console.note("get \(OnlineRefresh.usersPath): \(refusal)")
             decision = OnlineRefresh.afterRefusal(status: status, message: refusal.message)
             self.refusal = nil
+            if decision == .blocked {
+                if let cached, !shownCache {
+                    shownCache = true
+                    view.show(cached, fromCache: true, now: session.runtime.now, status: nil)
+                }
+                console.note("refresh limit reached for good: \(refusal.message)")
+                return session.end(Exit.rateLimited)
+            }
         } else {
             decision = status.map(OnlineRefresh.decide) ?? .refresh
         }
@@ -216,6 +224,8 @@ final class OnlineRefresher: @unchecked Sendable {
             startRefresh()
         case .cooldown(let remaining, let total):
             enterCooldown(remaining: remaining, total: total)
+        case .blocked:
+            break  // handled with the refusal above
         }
     }
 

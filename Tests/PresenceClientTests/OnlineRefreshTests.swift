@@ -66,10 +66,14 @@ import Testing
         #expect(OnlineRefresh.decide(status(lite)) == .refresh)
         #expect(OnlineRefresh.decide(.unconfiguredStatus) == .refresh)
         #expect(OnlineRefresh.decide(status(cooling)) == .cooldown(remainingMilliseconds: 104_500, totalMilliseconds: 120_000))
-        // Refused without a time: at least a second, never a tight loop.
-        var odd = status(cooling)
-        odd.remainingCooldownMilliseconds = 0
-        #expect(OnlineRefresh.decide(odd) == .cooldown(remainingMilliseconds: 1000, totalMilliseconds: 120_000))
+        // Refused with no cooldown running (no tier, or uses that never come back): the server says why.
+        var spent = status(cooling)
+        spent.remainingCooldownMilliseconds = 0
+        #expect(OnlineRefresh.decide(spent) == .refresh)
+        // A cooldown shorter than a second still waits a second: never a tight loop.
+        var ending = status(cooling)
+        ending.remainingCooldownMilliseconds = 3
+        #expect(OnlineRefresh.decide(ending) == .cooldown(remainingMilliseconds: 1000, totalMilliseconds: 120_000))
     }
 
     @Test func refusedAnywayRereadsTheStatusElseTheMessage() {
@@ -82,6 +86,10 @@ import Testing
                 == .cooldown(remainingMilliseconds: 105_000, totalMilliseconds: nil))
         #expect(OnlineRefresh.afterRefusal(status: nil, message: "slow down")
                 == .cooldown(remainingMilliseconds: 1000, totalMilliseconds: nil))
+        // Spent for good (no time in the message, no cooldown in the status): no waiting helps.
+        var spent = status(cooling)
+        spent.remainingCooldownMilliseconds = 0
+        #expect(OnlineRefresh.afterRefusal(status: spent, message: "trial: limit of 1 use reached") == .blocked)
     }
 
     @Test func usesLines() {

@@ -342,3 +342,22 @@ def test_a_write_limit_counts_wire_and_rest_writes():
         assert standing["currentUsage"] == 3 and standing["canProceed"] is False
     finally:
         server.stop()
+
+
+def test_client_online_does_not_wait_for_uses_that_never_come_back(tmp_path):
+    path = tempfile.NamedTemporaryFile(prefix="limits-", suffix=".json", delete=False).name
+    with open(path, "w") as f:
+        json.dump({"limits": {"refreshOnlineUsers": {"location": "online-users", "tiers": [
+            {"name": "trial", "when": "auth != null", "limit": 1}]}}}, f)
+    server = Server("--rules", PRESENCE_RULES, "--limits", path)
+    try:
+        assert online(server, tmp_path, "--refresh", "--uid", "bob").returncode == 0
+        started = time.time()
+        spent = online(server, tmp_path, "--refresh", "--wait", "--uid", "bob")
+        assert spent.returncode == 5 and "for good" in spent.stderr, (spent.stdout, spent.stderr)
+        assert time.time() - started < 10  # it did not wait for a cooldown that does not exist
+        # Signed out, the rules refuse the read: exit 3, nothing used.
+        anonymous = online(server, tmp_path / "anon", "--refresh")
+        assert anonymous.returncode == 3 and "permission_denied" in anonymous.stderr, (anonymous.stdout, anonymous.stderr)
+    finally:
+        server.stop()

@@ -35,24 +35,28 @@ public enum OnlineRefresh {
         case refresh
         /// Wait `remainingMilliseconds` (out of a cooldown of `totalMilliseconds`) before refreshing.
         case cooldown(remainingMilliseconds: Int64, totalMilliseconds: Int64?)
+        /// No wait will help: the uses are spent for good (a tier without cooldown).
+        case blocked
     }
 
-    /// Unlimited or uses left: refresh; otherwise the cooldown (at least one second, so that a
-    /// refusal without a time does not turn into a tight loop).
+    /// Unlimited or uses left: refresh. In a cooldown: wait it out (at least one second, so that a
+    /// refusal without a time does not turn into a tight loop). Refused with no cooldown running (no
+    /// tier applies, or uses that never come back): refresh anyway and let the server say why.
     public static func decide(_ status: FeatureLimitStatus) -> Decision {
-        if status.unlimited || (status.canProceed && status.remainingCooldownMilliseconds == 0) { return .refresh }
+        if status.unlimited || status.canProceed || status.remainingCooldownMilliseconds == 0 { return .refresh }
         return .cooldown(remainingMilliseconds: max(1000, status.remainingCooldownMilliseconds),
                          totalMilliseconds: status.cooldownMilliseconds)
     }
 
     /// The refresh was refused with `rate_limited` (message `… try again in 1:45`), and `status` is the
     /// status read again afterwards (nil when that failed). A status in cooldown is believed; else
-    /// the time in the message; else a short wait.
+    /// the time in the message; a refusal that names no time and no cooldown is for good.
     public static func afterRefusal(status: FeatureLimitStatus?, message: String) -> Decision {
         if let status, case .cooldown = decide(status) { return decide(status) }
-        let fromMessage = Countdown.retryAfter(inMessage: message)
-        return .cooldown(remainingMilliseconds: max(1000, fromMessage ?? 1000),
-                         totalMilliseconds: status?.cooldownMilliseconds)
+        guard let fromMessage = Countdown.retryAfter(inMessage: message) else {
+            return status == nil ? .cooldown(remainingMilliseconds: 1000, totalMilliseconds: nil) : .blocked
+        }
+        return .cooldown(remainingMilliseconds: max(1000, fromMessage), totalMilliseconds: status?.cooldownMilliseconds)
     }
 
     /// The uses line shown after a refresh (or with the cached list when the status is known):
