@@ -60,6 +60,16 @@ extension LWSServer {
         return found
     }
 
+    /// The User-Agent header, shared with earlier connections that sent the same one: clients of one
+    /// app send a handful of distinct values of ~100 bytes, which would otherwise be stored once per
+    /// connection.
+    func internedUserAgent(_ wsi: OpaquePointer) -> String? {
+        guard let agent = header(wsi, WSI_TOKEN_HTTP_USER_AGENT) else { return nil }
+        if let shared = userAgents[agent] { return shared }
+        if userAgents.count < 1_000 { userAgents[agent] = agent }
+        return agent
+    }
+
     func peerAddress(_ wsi: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
         guard lws_get_peer_simple(wsi, &buffer, buffer.count) != nil else { return "?" }
@@ -71,7 +81,7 @@ extension LWSServer {
         nextConnectionID += 1
         user?.storeBytes(of: id, as: UInt64.self)
         let remote = peerAddress(wsi)
-        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: header(wsi, WSI_TOKEN_HTTP_USER_AGENT),
+        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: internedUserAgent(wsi),
                                          now: now(), maxMessageBytes: configuration.maxMessageBytes)
         connections[id] = connection
         connectionsByAddress[remote, default: 0] += 1
@@ -312,6 +322,8 @@ extension LWSServer {
     /// A write's ack is on its way: time it from the request's arrival.
     func ackSent(_ number: Int, on connection: ShellConnection) {
         guard let started = connection.writeStarted.removeValue(forKey: number) else { return }
+        // An emptied dictionary keeps its storage: free it (most connections have one write in flight).
+        if connection.writeStarted.isEmpty { connection.writeStarted = [:] }
         metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 }

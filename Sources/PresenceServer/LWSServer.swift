@@ -38,6 +38,8 @@ public final class LWSServer: @unchecked Sendable {
     var connectionsByAddress: [String: Int] = [:]
     var connectsThisSecond: [String: (second: Int64, count: Int)] = [:]
     var nextConnectionID: UInt64 = 1
+    /// Distinct User-Agent values seen (bounded), so connections share one copy.
+    var userAgents: [String: String] = [:]
     var httpResponses: [OpaquePointer: PendingHTTPResponse] = [:]
     var pendingRequests: [OpaquePointer: PendingHTTPRequest] = [:]
     var streams: [UInt64: StreamConnection] = [:]
