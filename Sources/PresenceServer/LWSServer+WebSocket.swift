@@ -110,6 +110,7 @@ extension LWSServer {
             return refuse(connection, code: 1003, reason: "binary frames are not supported", log: "sent a binary frame")
         }
         let messageEnds = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        connection.lastHeardAt = now()
         connection.bytesIn += length
         totals.bytesIn += length
         metrics.bytesIn.increment(by: length)
@@ -195,8 +196,19 @@ extension LWSServer {
         return 0
     }
 
+    /// A PONG arrived: the peer is alive.
+    func heard(_ id: UInt64) {
+        connections[id]?.lastHeardAt = now()
+    }
+
     func writeable(_ id: UInt64) -> Int32 {
         guard let connection = connections[id] else { return -1 }
+        if connection.pingDue, connection.pendingClose == nil {
+            connection.pingDue = false
+            guard writePing(connection.wsi) else { return -1 }
+            if connection.hasQueuedFrames { lws_callback_on_writable(connection.wsi) }
+            return 0
+        }
         if let frame = connection.dequeue() {
             guard frame.write(to: connection.wsi) else { return -1 }
             countSent(frame, on: connection)

@@ -62,6 +62,7 @@ public final class LWSServer: @unchecked Sendable {
     var releasedSequence: UInt64 = 0
     var heldConnections: Set<UInt64> = []
     var heartbeatTimer: UnsafeMutablePointer<lwss_timer_t>?
+    var livenessTimer: UnsafeMutablePointer<lwss_timer_t>?
 
     let metrics: ServerMetrics
     let startedAt = WallClock.nowMilliseconds()
@@ -96,6 +97,7 @@ public final class LWSServer: @unchecked Sendable {
         engineTimer?.deallocate()
         keepAliveTimer?.deallocate()
         heartbeatTimer?.deallocate()
+        livenessTimer?.deallocate()
         for string in cStrings { free(string) }
     }
 
@@ -121,10 +123,11 @@ public final class LWSServer: @unchecked Sendable {
         protocols[0].tx_packet_size = FrameSplitter.maxFrameBytes + 64
         self.protocols = protocols
 
+        // A zeroed policy: no lws validity timer per connection (each is a linear sorted insert on
+        // every establish and PONG). Without a policy lws would apply its default 300/310 s one.
+        // Pings and idle hang-ups are done by the shell's sweep (LWSServer+Liveness).
         let retry = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
         retry.initialize(to: lws_retry_bo_t())
-        retry.pointee.secs_since_valid_ping = UInt16(configuration.pingIntervalSeconds)
-        retry.pointee.secs_since_valid_hangup = UInt16(configuration.idleTimeoutSeconds)
         self.retryPolicy = retry
 
         var info = lws_context_creation_info()
@@ -163,6 +166,7 @@ public final class LWSServer: @unchecked Sendable {
         signalContext = context
         installSignalHandlers()
         startStorage()
+        startLivenessSweep()
     }
 
     private func installSignalHandlers() {
