@@ -58,11 +58,14 @@ extension LWSServer {
         }
     }
 
-    /// Writes an empty PING frame. False when lws failed.
+    /// Writes a PING frame. False when lws failed. The payload is not empty on purpose: lws 4.1
+    /// does not pass an empty PONG to the protocol callback (`RECEIVE_PONG`), and the peer echoes
+    /// the PING's payload in its PONG.
     func writePing(_ wsi: OpaquePointer) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: OutFrame.headroom + 1)
+        var buffer = [UInt8](repeating: 0, count: OutFrame.headroom) + Array("presence".utf8)
+        let count = buffer.count - OutFrame.headroom
         let written = buffer.withUnsafeMutableBufferPointer { pointer in
-            lwss_write(wsi, pointer.baseAddress! + OutFrame.headroom, 0, Int32(LWS_WRITE_PING.rawValue))
+            lwss_write(wsi, pointer.baseAddress! + OutFrame.headroom, count, Int32(LWS_WRITE_PING.rawValue))
         }
         return written >= 0
     }
