@@ -33,7 +33,7 @@ public final class Engine {
     var sessions: [String: ConnectionID] = [:]
     var namespaces: [String: Namespace] = [:]
     /// onDisconnect ops in their grace window, by the session that registered them.
-    var held: [String: HeldOps] = [:]
+    var held = HeldTable()
     /// Changes not yet taken by the shell for storage; nil when the engine is not persistent.
     var journal: StorageBatch?
     var journalSequence: UInt64 = 0
@@ -43,6 +43,8 @@ public final class Engine {
     /// The earliest time something may be due (token expiry; later the grace window). It may be
     /// stale-early, never late: `tick` recomputes it.
     var earliestDeadline: Int64?
+    /// The earliest token expiry scheduled (stale-early at worst); see `tick`.
+    var nextTokenExpiry: Int64?
 
     public init(
         configuration: Configuration = Configuration(),
@@ -237,7 +239,7 @@ public final class Engine {
                 }
             }
             connections[id]?.credentials = credentials
-            if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
+            if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
             if let resumed = connections[id]?.resumedSession, held[resumed]?.identity == credentials.identity {
                 cancelHeld(session: resumed)
             }
