@@ -34,6 +34,8 @@ public final class Engine {
     var namespaces: [String: Namespace] = [:]
     /// onDisconnect ops in their grace window, by the session that registered them.
     var held = HeldTable()
+    /// The earliest token expiry scheduled (stale-early at worst); see `tick`.
+    var nextTokenExpiry: Int64?
     /// Changes not yet taken by the shell for storage; nil when the engine is not persistent.
     var journal: StorageBatch?
     var journalSequence: UInt64 = 0
@@ -43,8 +45,6 @@ public final class Engine {
     /// The earliest time something may be due (token expiry; later the grace window). It may be
     /// stale-early, never late: `tick` recomputes it.
     var earliestDeadline: Int64?
-    /// The earliest token expiry scheduled (stale-early at worst); see `tick`.
-    var nextTokenExpiry: Int64?
 
     public init(
         configuration: Configuration = Configuration(),
