@@ -1,42 +1,75 @@
 #!/usr/bin/env bash
 # presence-server and Mosquitto 2.0.11 (MQTT 3.1.1 over WebSockets) side by side, in one run, with
-# the same generator: the fanout shape, then the churn shape. Prints four JSON lines, in order:
-# ours fanout, Mosquitto fanout, ours churn, Mosquitto churn. A fresh server/broker per scenario.
+# the same generator. For each fan-out rate in RATES: ours `fanout`, then Mosquitto `mqtt-fanout`;
+# for each churn rate in CHURN_RATES: ours `churn --protocol rtdb`, then Mosquitto
+# `churn --protocol mqtt`; with MEMORY_COUNT > 0, memory per connection for both (MEMORY_COUNT
+# connections, each subscribed to one user's presence, RSS read while they are open). One JSON line
+# per scenario on stdout, each preceded on stderr by "== <what>". A fresh server/broker per scenario.
 # Ours runs with the shipped rules, SQLite --durability normal (default), --log-level warning;
 # fanout with the default --disconnect-grace 3, churn with --disconnect-grace $CHURN_GRACE (0).
-# Env: USERS (1000), WATCHERS (1000), SUBS (10), RATE (5000 writes/s), DURATION (5),
-#      CHURN_USERS (2000), CHURN_WATCHERS (1000), CHURN_SUBS (10), CHURN_RATE (500 connects/s),
-#      CHURN_HOLD (0.5 s), CHURN_ABORT (0.5), CHURN_GRACE (0), PORT (9190; Mosquitto on PORT+10/+11).
+# Env: USERS (1000), WATCHERS (1000), SUBS (10), RATES ("5000" writes/s; RATE also accepted),
+#      DURATION (5), CHURN_USERS (max(2000, 2 x rate)), CHURN_WATCHERS (1000), CHURN_SUBS (10),
+#      CHURN_RATES ("500" connects/s; CHURN_RATE also accepted), CHURN_HOLD (0.5 s),
+#      CHURN_ABORT (0.5), CHURN_GRACE (0), MEMORY_COUNT (0 = skip; at most ~19,900 here),
+#      PORT (9190; Mosquitto on PORT+10/+11), OURS_ARGS (more presence-server flags, e.g.
+#      "--storage memory" to match Mosquitto's persistence false). An empty RATES or CHURN_RATES skips.
+# The heavier shapes of issue 8: RATES="7500 20000" CHURN_RATES="1000 2000" MEMORY_COUNT=19900.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/mosquitto.sh"
-USERS="${USERS:-1000}"; WATCHERS="${WATCHERS:-1000}"; SUBS="${SUBS:-10}"; RATE="${RATE:-5000}"; DURATION="${DURATION:-5}"
-CHURN_USERS="${CHURN_USERS:-2000}"; CHURN_WATCHERS="${CHURN_WATCHERS:-1000}"; CHURN_SUBS="${CHURN_SUBS:-10}"
-CHURN_RATE="${CHURN_RATE:-500}"; CHURN_HOLD="${CHURN_HOLD:-0.5}"; CHURN_ABORT="${CHURN_ABORT:-0.5}"; CHURN_GRACE="${CHURN_GRACE:-0}"
+USERS="${USERS:-1000}"; WATCHERS="${WATCHERS:-1000}"; SUBS="${SUBS:-10}"; RATES="${RATES-${RATE:-5000}}"; DURATION="${DURATION:-5}"
+CHURN_WATCHERS="${CHURN_WATCHERS:-1000}"; CHURN_SUBS="${CHURN_SUBS:-10}"; CHURN_RATES="${CHURN_RATES-${CHURN_RATE:-500}}"
+CHURN_HOLD="${CHURN_HOLD:-0.5}"; CHURN_ABORT="${CHURN_ABORT:-0.5}"; CHURN_GRACE="${CHURN_GRACE:-0}"
+MEMORY_COUNT="${MEMORY_COUNT:-0}"
 PORT="${PORT:-9190}"; MQTT_PORT=$((PORT + 10))
 build with-server
 trap 'stop_server; stop_mosquitto' EXIT
-FANOUT=(--users "$USERS" --watchers "$WATCHERS" --subscriptions "$SUBS" --rate "$RATE" --duration "$DURATION" --settle 5 --source-addresses 4)
-CHURN=(--users "$CHURN_USERS" --watchers "$CHURN_WATCHERS" --subscriptions "$CHURN_SUBS" --rate "$CHURN_RATE"
-       --duration "$DURATION" --hold "$CHURN_HOLD" --abort-fraction "$CHURN_ABORT" --settle 15 --source-addresses 4)
 
-echo "== fanout: presence-server" >&2
-SERVER_ARGS="--log-level warning" start_server
-trap 'stop_server; stop_mosquitto' EXIT
-# shellcheck disable=SC2046
-timeout $((DURATION + 200)) "$BENCH" fanout --url "$URL" "${FANOUT[@]}" $(pid_args) || true
-stop_server
-echo "== fanout: mosquitto" >&2
-start_mosquitto "$MQTT_PORT"
-timeout $((DURATION + 200)) "$BENCH" mqtt-fanout --url "$MQTT_URL" "${FANOUT[@]}" --server-pid "$MOSQ_PID" || true
-stop_mosquitto
+rss_of() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
 
-echo "== churn: presence-server --disconnect-grace $CHURN_GRACE" >&2
-DATA_DIR="" SERVER_ARGS="--log-level warning --disconnect-grace $CHURN_GRACE" start_server
-trap 'stop_server; stop_mosquitto' EXIT
-# shellcheck disable=SC2046
-timeout $((DURATION + 200)) "$BENCH" churn --protocol rtdb --url "$URL" "${CHURN[@]}" --grace "$CHURN_GRACE" $(pid_args) || true
-stop_server
-echo "== churn: mosquitto" >&2
-start_mosquitto "$MQTT_PORT"
-timeout $((DURATION + 200)) "$BENCH" churn --protocol mqtt --url "$MQTT_URL" "${CHURN[@]}" --server-pid "$MOSQ_PID" || true
-stop_mosquitto
+for RATE in $RATES; do
+    FANOUT=(--users "$USERS" --watchers "$WATCHERS" --subscriptions "$SUBS" --rate "$RATE" --duration "$DURATION" --settle 5 --source-addresses 4)
+    echo "== fanout $RATE writes/s: presence-server" >&2
+    DATA_DIR="" SERVER_ARGS="--log-level warning ${OURS_ARGS:-}" start_server
+    trap 'stop_server; stop_mosquitto' EXIT
+    # shellcheck disable=SC2046
+    timeout $((DURATION + 200)) "$BENCH" fanout --url "$URL" "${FANOUT[@]}" $(pid_args) || true
+    stop_server
+    echo "== fanout $RATE writes/s: mosquitto" >&2
+    start_mosquitto "$MQTT_PORT"
+    timeout $((DURATION + 200)) "$BENCH" mqtt-fanout --url "$MQTT_URL" "${FANOUT[@]}" --server-pid "$MOSQ_PID" || true
+    stop_mosquitto
+done
+
+for CHURN_RATE in $CHURN_RATES; do
+    POOL="${CHURN_USERS:-$(( CHURN_RATE * 2 > 2000 ? CHURN_RATE * 2 : 2000 ))}"
+    CHURN=(--users "$POOL" --watchers "$CHURN_WATCHERS" --subscriptions "$CHURN_SUBS" --rate "$CHURN_RATE"
+           --duration "$DURATION" --hold "$CHURN_HOLD" --abort-fraction "$CHURN_ABORT" --settle 15 --source-addresses 4)
+    echo "== churn $CHURN_RATE connects/s: presence-server --disconnect-grace $CHURN_GRACE" >&2
+    DATA_DIR="" SERVER_ARGS="--log-level warning --disconnect-grace $CHURN_GRACE ${OURS_ARGS:-}" start_server
+    trap 'stop_server; stop_mosquitto' EXIT
+    # shellcheck disable=SC2046
+    timeout $((DURATION + 200)) "$BENCH" churn --protocol rtdb --url "$URL" "${CHURN[@]}" --grace "$CHURN_GRACE" $(pid_args) || true
+    stop_server
+    echo "== churn $CHURN_RATE connects/s: mosquitto" >&2
+    start_mosquitto "$MQTT_PORT"
+    timeout $((DURATION + 200)) "$BENCH" churn --protocol mqtt --url "$MQTT_URL" "${CHURN[@]}" --server-pid "$MOSQ_PID" || true
+    stop_mosquitto
+done
+
+if [ "$MEMORY_COUNT" -gt 0 ]; then
+    # The same shape for both: 1,000 writers and MEMORY_COUNT - 1,000 watchers of one user each,
+    # a trickle of writes; the generator reads the server's RSS before closing.
+    MEM=(--users 1000 --watchers $((MEMORY_COUNT - 1000)) --subscriptions 1 --rate 100 --duration 1 --settle 5 --source-addresses 4)
+    echo "== memory, $MEMORY_COUNT connections: presence-server (--rx-buffer 512); baseline RSS on stderr" >&2
+    DATA_DIR="" SERVER_ARGS="--log-level warning --rx-buffer 512 ${OURS_ARGS:-}" start_server
+    trap 'stop_server; stop_mosquitto' EXIT
+    echo "baseline_rss $(rss_of "$SERVER_PID")" >&2
+    # shellcheck disable=SC2046
+    timeout 300 "$BENCH" fanout --url "$URL" "${MEM[@]}" $(pid_args) || true
+    stop_server
+    echo "== memory, $MEMORY_COUNT connections: mosquitto; baseline RSS on stderr" >&2
+    start_mosquitto "$MQTT_PORT"
+    echo "baseline_rss $(rss_of "$MOSQ_PID")" >&2
+    timeout 300 "$BENCH" mqtt-fanout --url "$MQTT_URL" "${MEM[@]}" --server-pid "$MOSQ_PID" || true
+    stop_mosquitto
+fi

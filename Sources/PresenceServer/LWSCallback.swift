@@ -18,6 +18,9 @@ func presenceCallback(
     case LWS_CALLBACK_RECEIVE:
         guard let user else { return -1 }
         return server.receive(user.load(as: UInt64.self), wsi: wsi, input: input, length: length)
+    case LWS_CALLBACK_RECEIVE_PONG:
+        if let user { server.heard(user.load(as: UInt64.self)) }
+        return 0
     case LWS_CALLBACK_SERVER_WRITEABLE:
         guard let user else { return -1 }
         return server.writeable(user.load(as: UInt64.self))

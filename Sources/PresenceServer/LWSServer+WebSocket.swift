@@ -60,6 +60,16 @@ extension LWSServer {
         return found
     }
 
+    /// The User-Agent header, shared with earlier connections that sent the same one: clients of one
+    /// app send a handful of distinct values of ~100 bytes, which would otherwise be stored once per
+    /// connection.
+    func internedUserAgent(_ wsi: OpaquePointer) -> String? {
+        guard let agent = header(wsi, WSI_TOKEN_HTTP_USER_AGENT) else { return nil }
+        if let shared = userAgents[agent] { return shared }
+        if userAgents.count < 1_000 { userAgents[agent] = agent }
+        return agent
+    }
+
     func peerAddress(_ wsi: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
         guard lws_get_peer_simple(wsi, &buffer, buffer.count) != nil else { return "?" }
@@ -71,7 +81,7 @@ extension LWSServer {
         nextConnectionID += 1
         user?.storeBytes(of: id, as: UInt64.self)
         let remote = peerAddress(wsi)
-        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: header(wsi, WSI_TOKEN_HTTP_USER_AGENT),
+        let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: internedUserAgent(wsi),
                                          now: now(), maxMessageBytes: configuration.maxMessageBytes)
         connections[id] = connection
         connectionsByAddress[remote, default: 0] += 1
@@ -100,6 +110,7 @@ extension LWSServer {
             return refuse(connection, code: 1003, reason: "binary frames are not supported", log: "sent a binary frame")
         }
         let messageEnds = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        connection.lastHeardAt = now()
         connection.bytesIn += length
         totals.bytesIn += length
         metrics.bytesIn.increment(by: length)
@@ -185,8 +196,19 @@ extension LWSServer {
         return 0
     }
 
+    /// A PONG arrived: the peer is alive.
+    func heard(_ id: UInt64) {
+        connections[id]?.lastHeardAt = now()
+    }
+
     func writeable(_ id: UInt64) -> Int32 {
         guard let connection = connections[id] else { return -1 }
+        if connection.pingDue, connection.pendingClose == nil {
+            connection.pingDue = false
+            guard writePing(connection.wsi) else { return -1 }
+            if connection.hasQueuedFrames { lws_callback_on_writable(connection.wsi) }
+            return 0
+        }
         if let frame = connection.dequeue() {
             guard frame.write(to: connection.wsi) else { return -1 }
             countSent(frame, on: connection)
@@ -312,6 +334,8 @@ extension LWSServer {
     /// A write's ack is on its way: time it from the request's arrival.
     func ackSent(_ number: Int, on connection: ShellConnection) {
         guard let started = connection.writeStarted.removeValue(forKey: number) else { return }
+        // An emptied dictionary keeps its storage: free it (most connections have one write in flight).
+        if connection.writeStarted.isEmpty { connection.writeStarted = [:] }
         metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 }

@@ -38,6 +38,8 @@ public final class LWSServer: @unchecked Sendable {
     var connectionsByAddress: [String: Int] = [:]
     var connectsThisSecond: [String: (second: Int64, count: Int)] = [:]
     var nextConnectionID: UInt64 = 1
+    /// Distinct User-Agent values seen (bounded), so connections share one copy.
+    var userAgents: [String: String] = [:]
     var httpResponses: [OpaquePointer: PendingHTTPResponse] = [:]
     var pendingRequests: [OpaquePointer: PendingHTTPRequest] = [:]
     var streams: [UInt64: StreamConnection] = [:]
@@ -64,6 +66,7 @@ public final class LWSServer: @unchecked Sendable {
     var releasedSequence: UInt64 = 0
     var heldConnections: Set<UInt64> = []
     var heartbeatTimer: UnsafeMutablePointer<lwss_timer_t>?
+    var livenessTimer: UnsafeMutablePointer<lwss_timer_t>?
 
     let metrics: ServerMetrics
     let startedAt = WallClock.nowMilliseconds()
@@ -100,6 +103,7 @@ public final class LWSServer: @unchecked Sendable {
         engineTimer?.deallocate()
         keepAliveTimer?.deallocate()
         heartbeatTimer?.deallocate()
+        livenessTimer?.deallocate()
         for string in cStrings { free(string) }
     }
 
@@ -125,10 +129,11 @@ public final class LWSServer: @unchecked Sendable {
         protocols[0].tx_packet_size = FrameSplitter.maxFrameBytes + 64
         self.protocols = protocols
 
+        // A zeroed policy: no lws validity timer per connection (each is a linear sorted insert on
+        // every establish and PONG). Without a policy lws would apply its default 300/310 s one.
+        // Pings and idle hang-ups are done by the shell's sweep (LWSServer+Liveness).
         let retry = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
         retry.initialize(to: lws_retry_bo_t())
-        retry.pointee.secs_since_valid_ping = UInt16(configuration.pingIntervalSeconds)
-        retry.pointee.secs_since_valid_hangup = UInt16(configuration.idleTimeoutSeconds)
         self.retryPolicy = retry
 
         var info = lws_context_creation_info()
@@ -168,6 +173,7 @@ public final class LWSServer: @unchecked Sendable {
         signalContext = context
         installSignalHandlers()
         startStorage()
+        startLivenessSweep()
     }
 
     private func installSignalHandlers() {

@@ -11,7 +11,8 @@ extension Engine {
     func supersedeHeld(by paths: [Path], credentials: Credentials, namespace: String) {
         guard !held.isEmpty else { return }
         let identity = credentials.identity
-        for (session, entry) in held where entry.identity == identity && entry.namespace == namespace {
+        for session in held.sessions(of: identity) {
+            guard let entry = held[session], entry.namespace == namespace else { continue }
             var queue = entry.queue
             for path in paths { queue.cancel(path) }
             if queue.isEmpty {
@@ -26,15 +27,11 @@ extension Engine {
 
     /// Runs the held ops whose window has ended, oldest first; returns the next window end.
     func runDueHeldOps(now: Int64) -> Int64? {
-        var next: Int64?
-        let due = held.values.filter { $0.runAt <= now }.sorted { ($0.runAt, $0.sessionID) < ($1.runAt, $1.sessionID) }
-        for entry in due {
-            held.removeValue(forKey: entry.sessionID)
+        for entry in held.takeDue(now: now) {
             runOnDisconnect(entry.queue, in: namespace(entry.namespace), timestamp: entry.disconnectedAt, now: now)
             record(.removeSession(sessionID: entry.sessionID))
         }
-        for entry in held.values { next = min(next ?? entry.runAt, entry.runAt) }
-        return next
+        return held.nextRunAt()
     }
 
     /// Sessions whose ops are held, for operators and tests.

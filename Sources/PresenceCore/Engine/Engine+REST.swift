@@ -67,7 +67,7 @@ extension Engine {
         let listener = Listener(connection: id, path: path, tag: nil, query: query.isDefault ? nil : query)
         connection.listens[ListenKey(path: path, queryIdentity: query.identity)] = Listen(listener: listener, rawQuery: nil, spec: query)
         connections[id] = connection
-        if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
+        if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
         ns.listeners.add(listener)
         emit(.data(path: path, value: query.apply(to: value), tag: nil), to: id)
         return .success(())

@@ -86,7 +86,7 @@ extension Engine {
     func revokeUnreadableListens(_ id: ConnectionID, now: Int64) {
         guard let connection = connections[id] else { return }
         let ns = namespace(connection.namespace)
-        let ordered = connection.listens.sorted { ($0.key.path, $0.key.queryIdentity) < ($1.key.path, $1.key.queryIdentity) }
+        let ordered = connection.listens.sorted()
         for (key, listen) in ordered where !mayRead(key.path, credentials: connection.credentials, in: ns, now: now, query: listen.spec) {
             ns.listeners.remove(listen.listener)
             connections[id]?.listens.removeValue(forKey: key)

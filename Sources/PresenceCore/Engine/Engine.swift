@@ -33,7 +33,9 @@ public final class Engine {
     var sessions: [String: ConnectionID] = [:]
     var namespaces: [String: Namespace] = [:]
     /// onDisconnect ops in their grace window, by the session that registered them.
-    var held: [String: HeldOps] = [:]
+    var held = HeldTable()
+    /// The earliest token expiry scheduled (stale-early at worst); see `tick`.
+    var nextTokenExpiry: Int64?
     /// Changes not yet taken by the shell for storage; nil when the engine is not persistent.
     var journal: StorageBatch?
     var journalSequence: UInt64 = 0
@@ -242,7 +244,7 @@ public final class Engine {
                 }
             }
             connections[id]?.credentials = credentials
-            if case .user(_, let expiresAt?) = credentials { scheduleDeadline(expiresAt) }
+            if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
             if let resumed = connections[id]?.resumedSession, held[resumed]?.identity == credentials.identity {
                 cancelHeld(session: resumed)
             }

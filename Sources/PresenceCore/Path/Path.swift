@@ -14,8 +14,16 @@ public struct Path: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// as every client does; each key must be valid (§8.1). A trailing `.priority` is allowed.
     public init(_ string: String) throws(DataError) {
         var segments: [String] = []
-        for piece in string.split(separator: "/", omittingEmptySubsequences: true) {
-            segments.append(String(piece))
+        if string.utf8.allSatisfy({ $0 < 0x80 }) {
+            // ASCII (nearly every path): split the bytes; a Character split walks grapheme
+            // clusters and was ~11k instructions per path. Same result for ASCII text.
+            for piece in string.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+                segments.append(String(Substring(piece)))
+            }
+        } else {
+            for piece in string.split(separator: "/", omittingEmptySubsequences: true) {
+                segments.append(String(piece))
+            }
         }
         for (index, key) in segments.enumerated() {
             let isPriorityLeaf = key == ".priority" && index == segments.count - 1
