@@ -22,15 +22,10 @@ extension LWSServer {
 
     func startLivenessSweep() {
         guard let context else { return }
-        if livenessTimer == nil {
-            let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
-            timer.initialize(to: lwss_timer_t())
-            timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-            livenessTimer = timer
-        }
+        if livenessTimer == nil { livenessTimer = makeTimer() }
         lws_sul_schedule(context, 0, &livenessTimer!.pointee.sul, { sul in
             guard let sul else { return }
-            let server = Unmanaged<LWSServer>.fromOpaque(lwss_timer_from_sul(sul)!.pointee.owner).takeUnretainedValue()
+            let server = LWSServer.owner(of: sul)
             server.sweepLiveness()
             server.startLivenessSweep()
         }, livenessSweepMilliseconds * 1_000)

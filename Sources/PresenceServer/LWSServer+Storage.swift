@@ -26,15 +26,10 @@ extension LWSServer {
     func beat() {
         guard let context, let writer = storageWriter else { return }
         writer.submit(StorageBatch(mutations: [.heartbeat(now())]))
-        if heartbeatTimer == nil {
-            let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
-            timer.initialize(to: lwss_timer_t())
-            timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-            heartbeatTimer = timer
-        }
+        if heartbeatTimer == nil { heartbeatTimer = makeTimer() }
         lws_sul_schedule(context, 0, &heartbeatTimer!.pointee.sul, { sul in
             guard let sul else { return }
-            Unmanaged<LWSServer>.fromOpaque(lwss_timer_from_sul(sul)!.pointee.owner).takeUnretainedValue().beat()
+            LWSServer.owner(of: sul).beat()
         }, 1_000_000)
     }
 

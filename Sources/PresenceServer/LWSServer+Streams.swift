@@ -112,9 +112,7 @@ extension LWSServer {
     /// `keep-alive` events every 30 s while streams are open (one timer for all of them).
     func armKeepAlive() {
         guard let context, keepAliveTimer == nil, !streams.isEmpty else { return }
-        let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
-        timer.initialize(to: lwss_timer_t())
-        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        let timer = makeTimer()
         keepAliveTimer = timer
         scheduleKeepAlive(context, timer)
     }
@@ -122,7 +120,7 @@ extension LWSServer {
     private func scheduleKeepAlive(_ context: OpaquePointer, _ timer: UnsafeMutablePointer<lwss_timer_t>) {
         lws_sul_schedule(context, 0, &timer.pointee.sul, { sul in
             guard let sul else { return }
-            let server = Unmanaged<LWSServer>.fromOpaque(lwss_timer_from_sul(sul)!.pointee.owner).takeUnretainedValue()
+            let server = LWSServer.owner(of: sul)
             let keepAlive = LWSServer.chunk(ServerSentEvents.keepAlive)
             for stream in server.streams.values where !stream.ending {
                 stream.queue.append(keepAlive)

@@ -24,20 +24,28 @@ extension LWSServer {
     func armEngineTimer() {
         guard let context, let deadline = engine.nextDeadline else { return }
         if let armed = engineTimerDeadline, armed <= deadline { return }
-        if engineTimer == nil {
-            let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
-            timer.initialize(to: lwss_timer_t())
-            timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-            engineTimer = timer
-        }
+        if engineTimer == nil { engineTimer = makeTimer() }
         engineTimerDeadline = deadline
         let delayMicroseconds = max(1, (deadline - now()) * 1000)
         lws_sul_schedule(context, 0, &engineTimer!.pointee.sul, { sul in
             guard let sul else { return }
-            let server = Unmanaged<LWSServer>.fromOpaque(lwss_timer_from_sul(sul)!.pointee.owner).takeUnretainedValue()
+            let server = LWSServer.owner(of: sul)
             server.engineTimerDeadline = nil
             server.engine.tick(now: server.now())
             server.flushEngine()
         }, delayMicroseconds)
+    }
+
+    /// A timer owned by this server (lws `sul` with a back pointer), freed in `deinit`.
+    func makeTimer() -> UnsafeMutablePointer<lwss_timer_t> {
+        let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
+        timer.initialize(to: lwss_timer_t())
+        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        return timer
+    }
+
+    /// The server a timer callback's `sul` belongs to.
+    static func owner(of sul: UnsafeMutablePointer<lws_sorted_usec_list_t>) -> LWSServer {
+        Unmanaged<LWSServer>.fromOpaque(lwss_timer_from_sul(sul)!.pointee.owner).takeUnretainedValue()
     }
 }

@@ -216,14 +216,11 @@ public final class LWSServer: @unchecked Sendable {
             connection.pendingClose = (1001, "server shutting down")
             lws_callback_on_writable(connection.wsi)
         }
-        let timer = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
-        timer.initialize(to: lwss_timer_t())
-        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+        let timer = makeTimer()
         stopTimer = timer
         lws_sul_schedule(context, 0, &timer.pointee.sul, { sul in
             guard let sul else { return }
-            let timer = lwss_timer_from_sul(sul)!
-            let server = Unmanaged<LWSServer>.fromOpaque(timer.pointee.owner).takeUnretainedValue()
+            let server = LWSServer.owner(of: sul)
             if let context = server.context, !server.destroyStarted {
                 server.destroyStarted = true
                 lws_context_destroy(context)
