@@ -55,6 +55,8 @@ public final class LWSServer: @unchecked Sendable {
     let reloadRules: (@Sendable () throws -> any AccessPolicy)?
     /// Reloads the limits file on SIGHUP; nil when limits are not from a file.
     let reloadLimits: (@Sendable () throws -> LimitSet?)?
+    /// Reloads the token verifier's keys, secret and admin credential on SIGHUP.
+    let reloadVerifier: (@Sendable () throws -> any TokenVerifier)?
     /// The JSON-lines log of limit checks, when configured.
     var limitEventLog: LimitEventLog?
 
@@ -85,6 +87,7 @@ public final class LWSServer: @unchecked Sendable {
     public init(configuration: ServerConfiguration, engine: Engine, logger: Logger,
                 reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil,
                 reloadLimits: (@Sendable () throws -> LimitSet?)? = nil,
+                reloadVerifier: (@Sendable () throws -> any TokenVerifier)? = nil,
                 storage: (any StorageEngine)? = nil, metricsRegistry: PrometheusCollectorRegistry? = nil) {
         self.metrics = ServerMetrics(registry: metricsRegistry)
         self.configuration = configuration
@@ -92,6 +95,7 @@ public final class LWSServer: @unchecked Sendable {
         self.logger = logger
         self.reloadRules = reloadRules
         self.reloadLimits = reloadLimits
+        self.reloadVerifier = reloadVerifier
         self.storage = storage
         self.rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
     }
@@ -258,6 +262,14 @@ public final class LWSServer: @unchecked Sendable {
         guard reloadRequested.exchange(false, ordering: .relaxed) else { return }
         reloadCertificate()
         if let log = limitEventLog, !log.reopen() { logger.error("cannot reopen the limit event log \(log.path)") }
+        if let reloadVerifier {
+            do {
+                engine.setVerifier(try reloadVerifier())
+                logger.notice("token keys and credentials reloaded")
+            } catch {
+                logger.error("token keys not reloaded, the previous ones stay in force: \(error)")
+            }
+        }
         if let reloadLimits {
             do {
                 let limits = try reloadLimits()

@@ -49,7 +49,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "firebase: the Firebase project id (tokens must have iss https://securetoken.google.com/<id> and aud <id>).")
     var projectID: String?
 
-    @Option(help: "firebase: public keys, as Google's {kid: PEM certificate} JSON map or a JWKS file.")
+    @Option(help: "firebase: public keys, as Google's {kid: PEM certificate} JSON map or a JWKS file; SIGHUP reloads it (and --secret-file and --admin-token-file).")
     var firebaseKeys: String?
 
     @Option(help: "File holding the admin credential (at least 16 characters) for operators and the REST API in hs256 and firebase modes; in emulator mode the admin credential is 'owner'.")
@@ -304,8 +304,9 @@ struct PresenceServerCommand: ParsableCommand {
         let reloadLimits: (@Sendable () throws -> LimitSet?)? = limits == "none" ? nil : { @Sendable in
             try LimitsFile.load(limitsPath, logger: Logger(label: "presence-server"))
         }
+        let command = self
         let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
-                               reloadLimits: reloadLimits, storage: store,
+                               reloadLimits: reloadLimits, reloadVerifier: { @Sendable in try command.makeVerifier() }, storage: store,
                                metricsRegistry: metricsRegistry)
         do {
             try server.start()

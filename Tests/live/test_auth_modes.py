@@ -141,3 +141,32 @@ def test_stream_gets_auth_revoked_when_its_token_expires(hs256_server):
     events = stream.wait(2, timeout=6)
     assert events[1] == ("auth_revoked", "credential is no longer valid")
     assert stream.ended.wait(5)
+
+
+def test_sighup_reloads_rotated_firebase_keys(firebase_keys, tmp_path):
+    """Google rotates its signing keys: a new kid in the keys file is picked up on SIGHUP, without a
+    restart, and a keys file that does not load leaves the previous keys in force."""
+    import signal
+    keys, private = firebase_keys
+    server = Server("--rules", "open", "--auth", "firebase", "--project-id", "demo-app", "--firebase-keys", str(keys))
+    try:
+        good = claims("alice", iss="https://securetoken.google.com/demo-app", aud="demo-app", auth_time=int(time.time()) - 5)
+        client = server.client()
+        rotated = rs256(private, "kid-2", good)
+        assert client.call("auth", {"cred": rotated})["s"] == "invalid_token"  # kid-2 is unknown yet
+        keys.write_text("{ not json")
+        server.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert client.call("auth", {"cred": rs256(private, "kid-1", good)})["s"] == "ok"  # old keys stay
+        cert = (tmp_path / "cert.pem").read_text()
+        keys.write_text(json.dumps({"kid-1": cert, "kid-2": cert}))
+        server.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 5
+        while client.call("auth", {"cred": rotated})["s"] != "ok":
+            assert time.time() < deadline, "the rotated key was not picked up"
+            time.sleep(0.1)
+    finally:
+        assert server.alive()
+        server.stop()
+    assert "token keys not reloaded, the previous ones stay in force" in server.stderr
+    assert "token keys and credentials reloaded" in server.stderr

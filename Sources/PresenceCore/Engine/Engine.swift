@@ -25,7 +25,8 @@ public final class Engine {
     }
 
     public let configuration: Configuration
-    let verifier: any TokenVerifier
+    /// Replaced on SIGHUP (rotated keys, secret or admin credential); tokens already accepted stay.
+    var verifier: any TokenVerifier
     var defaultPolicy: any AccessPolicy
     let makeSessionID: () -> String
 
@@ -61,6 +62,12 @@ public final class Engine {
         self.verifier = verifier
         self.defaultPolicy = policy
         self.makeSessionID = makeSessionID
+    }
+
+    /// Replaces the token verifier for credentials checked from now on (key rotation). Connections
+    /// keep the credentials they were given until their token expires.
+    public func setVerifier(_ verifier: any TokenVerifier) {
+        self.verifier = verifier
     }
 
     /// Takes the effects produced since the last call.
