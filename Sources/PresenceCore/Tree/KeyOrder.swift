@@ -1,30 +1,21 @@
 /// Firebase's key order (§8.2): keys that read as 32-bit integers first, numerically (shorter string
 /// first on a tie), then all other keys by UTF-16 code units, as the JavaScript client compares them.
 public enum KeyOrder {
+    /// The key's value when it reads as a 32-bit integer the way the JS client's `tryParseInt` reads
+    /// it: `^-?(0*)\d{1,10}$` (any leading zeros, then at most 10 digits) within the 32-bit range.
+    /// `"-0"` is 0, as `Number("-0")` compares equal to 0.
     public static func intValue(_ key: String) -> Int32? {
-        let utf8 = key.utf8
-        guard !utf8.isEmpty, utf8.count <= 11 else { return nil }
-        var iterator = utf8.makeIterator()
-        var negative = false
-        var digits = 0
+        var bytes = key.utf8[...]
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { bytes = bytes.dropFirst() }
+        guard !bytes.isEmpty, bytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        var significant = bytes.drop { $0 == 0x30 }
+        if significant.isEmpty { significant = bytes.suffix(1) }  // all zeros: the value 0
+        guard significant.count <= 10 else { return nil }
         var value: Int64 = 0
-        var first = true
-        while let byte = iterator.next() {
-            if first && byte == UInt8(ascii: "-") {
-                negative = true
-                first = false
-                continue
-            }
-            first = false
-            guard byte >= 0x30 && byte <= 0x39 else { return nil }
-            digits += 1
-            value = value * 10 + Int64(byte - 0x30)
-        }
-        guard digits > 0, digits <= 10 else { return nil }
+        for byte in significant { value = value * 10 + Int64(byte - 0x30) }
         let signed = negative ? -value : value
         guard signed >= Int64(Int32.min), signed <= Int64(Int32.max) else { return nil }
-        // "-0" is not an integer key in the JS client (it would not round-trip).
-        if negative && value == 0 { return nil }
         return Int32(signed)
     }
 

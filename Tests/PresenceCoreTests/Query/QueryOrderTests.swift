@@ -17,15 +17,18 @@ import Testing
         #expect(keys.sorted { QueryOrder.compareNames($0, $1) < 0 } == expected)
     }
 
-    /// JS `tryParseInt` (`^-?(0*)\d{1,10}$`, then the int32 range) also takes "-0" and integers with
-    /// more than ten digits counting leading zeros; `KeyOrder.intValue` does not (reported, not ours
-    /// to fix). This fails as soon as KeyOrder is fixed: then drop `withKnownIssue`.
+    /// JS `tryParseInt` (`^-?(0*)\d{1,10}$`, then the int32 range) takes "-0" (as 0) and integers
+    /// with any number of leading zeros; equal values order the shorter key first.
     @Test func keyOrderEdgeCasesOfTheJSClient() {
         let keys = ["a", "00000000001", "2", "-0", "0", "1", "000000000000005"]
-        withKnownIssue("KeyOrder.intValue differs from the JS client's tryParseInt") {
-            #expect(keys.sorted { QueryOrder.compareNames($0, $1) < 0 }
-                == ["0", "-0", "1", "00000000001", "2", "000000000000005", "a"])
-        }
+        #expect(keys.sorted { QueryOrder.compareNames($0, $1) < 0 }
+            == ["0", "-0", "1", "00000000001", "2", "000000000000005", "a"])
+        #expect(KeyOrder.intValue("-00") == 0 && KeyOrder.intValue("0000") == 0)
+        #expect(KeyOrder.intValue("2147483647") == Int32.max && KeyOrder.intValue("-2147483648") == Int32.min)
+        #expect(KeyOrder.intValue("2147483648") == nil && KeyOrder.intValue("12345678901") == nil)
+        #expect(KeyOrder.intValue("00012345678901") == nil && KeyOrder.intValue("0001234567890") == 1_234_567_890)
+        #expect(KeyOrder.intValue("-") == nil && KeyOrder.intValue("") == nil && KeyOrder.intValue("1-") == nil
+                && KeyOrder.intValue("+1") == nil && KeyOrder.intValue("1.0") == nil)
     }
 
     @Test func unicodeKeysCompareByUTF16CodeUnits() {
