@@ -19,7 +19,7 @@ extension LWSServer {
     func admitConnection(_ wsi: OpaquePointer) -> Bool {
         let perAddress = configuration.maxConnectionsPerAddress, rate = configuration.maxConnectionRatePerAddress
         guard perAddress > 0 || rate > 0 else { return true }
-        let address = peerAddress(wsi)
+        let address = clientAddress(wsi)
         let second = now() / 1000
         var recent = connectsThisSecond[address] ?? (second, 0)
         if recent.second != second { recent = (second, 0) }
@@ -70,17 +70,41 @@ extension LWSServer {
         return agent
     }
 
+    /// The TCP peer's address. The listening socket is dual-stack, so IPv4 clients arrive as
+    /// `::ffff:a.b.c.d`: they are reported as plain `a.b.c.d`.
     func peerAddress(_ wsi: OpaquePointer) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
         guard lws_get_peer_simple(wsi, &buffer, buffer.count) != nil else { return "?" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return Self.plainAddress(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    public static func plainAddress(_ address: String) -> String {
+        let mapped = "::ffff:"
+        guard address.lowercased().hasPrefix(mapped), address.dropFirst(mapped.count).contains(".") else { return address }
+        return String(address.dropFirst(mapped.count))
+    }
+
+    /// The client's address: the TCP peer, or, when that is a trusted proxy, the nearest address
+    /// in `X-Forwarded-For` (read from the right) that is not a trusted proxy itself.
+    func clientAddress(_ wsi: OpaquePointer) -> String {
+        let peer = peerAddress(wsi)
+        guard configuration.trustedProxies.contains(peer), let forwarded = header(wsi, WSI_TOKEN_X_FORWARDED_FOR) else { return peer }
+        return Self.client(forwardedFor: forwarded, peer: peer, trusted: configuration.trustedProxies)
+    }
+
+    static func client(forwardedFor header: String, peer: String, trusted: Set<String>) -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        let hops = header.split(separator: ",").map { hop in
+            String(hop.drop(while: blank).reversed().drop(while: blank).reversed())
+        }.filter { !$0.isEmpty }
+        return hops.last { !trusted.contains($0) } ?? hops.first ?? peer
     }
 
     func established(_ wsi: OpaquePointer, user: UnsafeMutableRawPointer?) {
         let id = nextConnectionID
         nextConnectionID += 1
         user?.storeBytes(of: id, as: UInt64.self)
-        let remote = peerAddress(wsi)
+        let remote = clientAddress(wsi)
         let connection = ShellConnection(id: id, wsi: wsi, remote: remote, userAgent: internedUserAgent(wsi),
                                          now: now(), maxMessageBytes: configuration.maxMessageBytes)
         connections[id] = connection

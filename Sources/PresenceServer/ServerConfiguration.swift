@@ -20,6 +20,9 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerAddress = 0
     /// New WebSocket connections per second from one remote address (0 = unlimited).
     public var maxConnectionRatePerAddress = 0
+    /// Reverse proxies whose `X-Forwarded-For` names the client (per-address limits, operators'
+    /// views, logs). From any other peer the header is ignored: clients could forge it.
+    public var trustedProxies: Set<String> = []
     /// Seconds between `keep-alive` events on REST streams.
     public var streamKeepAliveSeconds = 30
     /// Where limit checks are appended as JSON lines (analytics); nil for none.

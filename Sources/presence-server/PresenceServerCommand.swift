@@ -115,6 +115,17 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "New WebSocket connections per second from one remote address (0 = unlimited). Default: unlimited on loopback, 50 otherwise.")
     var maxConnectionRate: Int?
 
+    @Option(help: "Comma-separated addresses of reverse proxies (e.g. 127.0.0.1): from them, X-Forwarded-For names the client for the per-address limits, logs and operators. With it, the per-address limits apply on loopback too.")
+    var trustedProxies = ""
+
+    var trustedProxySet: Set<String> {
+        Set(trustedProxies.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .map(LWSServer.plainAddress))
+    }
+
+    /// The per-address limits are off on loopback, unless clients arrive through a trusted proxy.
+    var limitsExempt: Bool { Self.isLoopback(host) && trustedProxySet.isEmpty }
+
     @Option(help: "A JSON configuration file whose keys are these flags' long names without the dashes (e.g. {\"port\": 9000, \"data-dir\": \"/var/lib/presence\"}); flags given on the command line override it.")
     var config: String?
 
@@ -195,8 +206,9 @@ struct PresenceServerCommand: ParsableCommand {
             ("stream-keep-alive", .number(Double(streamKeepAlive))), ("data-dir", .string(dataDir)),
             ("storage", .string(storage)), ("durability", .string(durability)),
             ("tls-cert", optional(tlsCert)), ("tls-key", optional(tlsKey)),
-            ("max-connections-per-address", .number(Double(maxConnectionsPerAddress ?? (loopback ? 0 : 1000)))),
-            ("max-connection-rate", .number(Double(maxConnectionRate ?? (loopback ? 0 : 50)))),
+            ("max-connections-per-address", .number(Double(maxConnectionsPerAddress ?? (limitsExempt ? 0 : 1000)))),
+            ("max-connection-rate", .number(Double(maxConnectionRate ?? (limitsExempt ? 0 : 50)))),
+            ("trusted-proxies", .string(trustedProxies)),
             ("online-pattern", .string(onlinePattern)), ("online-field", .string(onlineField)),
             ("online-location", .string(onlineLocation)),
             ("limits", .string(limits)), ("limit-events", optional(limitEvents)),
@@ -252,8 +264,9 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.tlsKeyPath = tlsKey
         configuration.limitEventLogPath = limitEvents
         let loopback = Self.isLoopback(host)
-        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (loopback ? 0 : 1000)
-        configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (loopback ? 0 : 50)
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (limitsExempt ? 0 : 1000)
+        configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (limitsExempt ? 0 : 50)
+        configuration.trustedProxies = trustedProxySet
 
         let verifier: any TokenVerifier
         do {

@@ -192,3 +192,46 @@ def test_presence_client_verifies_the_server_certificate(pki):
     finally:
         assert server.alive()
         server.stop()
+
+
+def test_trusted_proxy_forwarded_for_names_the_client_for_limits_and_operators():
+    """Behind nginx every client arrives from the proxy's address: with --trusted-proxies the
+    per-address limits count X-Forwarded-For's client instead, and nobody else can forge it."""
+    import websocket
+    import requests
+    from conftest import Server
+    server = Server("--rules", "open", "--storage", "memory", "--trusted-proxies", "127.0.0.1",
+                    "--max-connections-per-address", "2")
+    url = server.url()
+
+    def connect(forwarded):
+        return websocket.create_connection(url, timeout=5, header=[f"X-Forwarded-For: {forwarded}"])
+
+    try:
+        held = [connect("203.0.113.5"), connect("198.51.100.7, 203.0.113.5")]  # the proxy appends the client
+        try:
+            connect("203.0.113.5")
+            raise AssertionError("a third connection from the same client was admitted")
+        except websocket.WebSocketBadStatusException as refused:
+            assert refused.status_code == 429
+        held.append(connect("203.0.113.6"))  # another client behind the same proxy
+        listed = requests.get(f"http://{server.host}:{server.port}/.admin/connections",
+                              headers={"Authorization": "Bearer owner"}, timeout=5).json()
+        rows = listed["connections"] if isinstance(listed, dict) else listed
+        assert sorted(c["remote"] for c in rows) == ["203.0.113.5", "203.0.113.5", "203.0.113.6"], rows
+        for ws in held:
+            ws.close()
+    finally:
+        server.stop()
+    # Without the flag, a client cannot pick its address with the header.
+    untrusted = Server("--rules", "open", "--storage", "memory", "--max-connections-per-address", "1")
+    try:
+        first = websocket.create_connection(untrusted.url(), timeout=5, header=["X-Forwarded-For: 203.0.113.9"])
+        try:
+            websocket.create_connection(untrusted.url(), timeout=5, header=["X-Forwarded-For: 203.0.113.10"])
+            raise AssertionError("a forged X-Forwarded-For got around the limit")
+        except websocket.WebSocketBadStatusException as refused:
+            assert refused.status_code == 429
+        first.close()
+    finally:
+        untrusted.stop()
