@@ -97,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "presence-bench",
             dependencies: [
-                "PresenceClient", "PresenceCore", "CLibWebSockets",
+                "PresenceClient", "PresenceCore", "PresenceStorage", "CLibWebSockets",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

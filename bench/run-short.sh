@@ -16,3 +16,5 @@ echo "== Mosquitto side by side (fanout, churn), ~30 s; skipped without /usr/sbi
 if [ -x /usr/sbin/mosquitto ]; then PORT=9190 bench/compare.sh; fi
 echo "== rules (presence rules, 100k users)" >&2
 ITERATIONS=100000 bench/rules.sh
+echo "== storage (SQLite group commits of presence writes, normal durability)" >&2
+MODES=normal WRITES_PER_COMMIT="1 100" COMMITS_WRITES=10000 bench/storage.sh
