@@ -19,6 +19,17 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
     private let normalSyncInterval: Duration?
     private var lastSync = ContinuousClock.now
     private var namespaceIDs: [String: Int64] = [:]
+    /// Paths known to have no row (branches without a priority: most ancestors of a write). A write
+    /// looks up each ancestor for a stored primitive; this skips the lookups that cannot find one.
+    /// Only an insert at the path makes an entry wrong, so inserts remove theirs; a rolled-back
+    /// transaction clears it all.
+    private var rowless: Set<StoredPath> = []
+    private static let rowlessLimit = 200_000
+
+    private struct StoredPath: Hashable {
+        var ns: Int64
+        var key: ArraySlice<UInt8>
+    }
 
     private let begin, commitStatement, rollback: SQLiteStatement
     private let getRow, deleteAt, deleteUnder, hasUnder, insertRow, setPriority, makeBranch: SQLiteStatement
@@ -230,6 +241,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
             for statement in all { statement.reset() }
             if sqlite3_get_autocommit(db) == 0 { try? rollback.run() }
             namespaceIDs = knownNamespaces
+            rowless.removeAll()  // the rolled-back transaction may have deleted rows it saw missing
             throw error
         }
         if syncNow { lastSync = ContinuousClock.now }
@@ -270,7 +282,13 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
         var branchAncestors: [Int] = []
         var leafAncestor: (depth: Int, hasPriority: Bool)?
         for depth in 0..<segments.count {
-            guard let row = try row(ns, encoded[..<ends[depth]]) else { continue }
+            let prefix = StoredPath(ns: ns, key: encoded[..<ends[depth]])
+            if rowless.contains(prefix) { continue }
+            guard let row = try row(ns, prefix.key) else {
+                if rowless.count >= Self.rowlessLimit { rowless.removeAll(keepingCapacity: true) }
+                rowless.insert(StoredPath(ns: ns, key: ArraySlice(Array(prefix.key))))
+                continue
+            }
             if row.kind == .branch {
                 branchAncestors.append(depth)
             } else {
@@ -336,6 +354,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
         case nil:
             // A branch without a priority gets one; a missing node stays missing.
             guard let priority, try exists(below: ns, target) else { return }
+            forgetRowless(ns, target)
             insertRow.bind(1, int64: ns)
             insertRow.bind(2, blob: target)
             insertRow.bind(3, int64: RowKind.branch.rawValue)
@@ -393,6 +412,11 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
         return (kind, getRow.type(1) != SQLITE_NULL)
     }
 
+    /// A row is about to be inserted at `at`: it is no longer row-less.
+    private func forgetRowless(_ ns: Int64, _ at: ArraySlice<UInt8>) {
+        if !rowless.isEmpty { rowless.remove(StoredPath(ns: ns, key: at)) }
+    }
+
     private func run(_ statement: SQLiteStatement, _ ns: Int64, _ at: ArraySlice<UInt8>) throws {
         statement.bind(1, int64: ns)
         statement.bind(2, blob: at)
@@ -412,6 +436,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
     private func insert(_ node: Node, ns: Int64, encoded: inout [UInt8]) throws {
         switch node {
         case let .leaf(leaf, priority):
+            forgetRowless(ns, encoded[...])
             insertRow.bind(1, int64: ns)
             insertRow.bind(2, blob: encoded[...])
             switch leaf {
@@ -430,6 +455,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
         case let .branch(children, priority):
             guard !children.isEmpty else { return }
             if let priority {
+                forgetRowless(ns, encoded[...])
                 insertRow.bind(1, int64: ns)
                 insertRow.bind(2, blob: encoded[...])
                 insertRow.bind(3, int64: RowKind.branch.rawValue)

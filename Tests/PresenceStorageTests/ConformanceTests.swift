@@ -31,6 +31,18 @@ struct TemporaryDirectory: Sendable {
         let options = SQLiteStorage.Options(durability: durability)
         try StorageConformance(durable: true) { try SQLiteStorage(directory: directory.path, options: options) }.run(check)
     }
+
+    /// The differential check on more seeds, in one long-lived engine: the store's memory of which
+    /// paths have no row must never disagree with the rows (a write above, at or below a remembered
+    /// path, priorities, primitives turning into branches and back).
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func randomWritesOnMoreSeeds(_ seed: UInt64) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let options = SQLiteStorage.Options(durability: .off)
+        try StorageConformance(durable: true) { try SQLiteStorage(directory: directory.path, options: options) }
+            .runRandomWrites(seed: seed, commits: 250)
+    }
 }
 
 @Suite struct SQLiteSettingsTests {
