@@ -1,3 +1,5 @@
+import PresenceCore
+
 /// A cooldown being waited out: its end on the local clock and its whole length, for the
 /// `Time remaining 1:45` line and its progress bar. Pure: `now` is an input.
 public struct Countdown: Equatable, Sendable {
@@ -37,9 +39,9 @@ public struct Countdown: Equatable, Sendable {
 
     /// `m:ss` of a duration in ms, rounded up to whole seconds (so `0:00` only when nothing is
     /// left): 120000 → `2:00`, 104500 → `1:45`, 1 → `0:01`, 3725000 → `62:05`.
+    /// The same text as the server's refusal message uses.
     public static func minutesSeconds(_ milliseconds: Int64) -> String {
-        let seconds = (max(0, milliseconds) + 999) / 1000
-        return "\(seconds / 60):" + String(seconds % 60).leftPadded(to: 2)
+        FeatureLimitResult.clock(milliseconds: milliseconds)
     }
 
     /// `[████░░░░]`: `fraction` of `width` cells filled (rounded down).

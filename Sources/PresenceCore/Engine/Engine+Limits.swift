@@ -128,18 +128,16 @@ extension Engine {
         let uid = credentials.uid
         let key = uid.map { LimitUsageKey(namespace: ns.name, limit: limit.name, uid: $0) }
         var usage = key.flatMap { limitUsage[$0] } ?? .unused
-        guard let tier else {
-            return Standing(namespace: ns.name, limit: limit, tier: nil, key: key, result: FeatureLimitResult(
+        /// No tier applies: nothing is permitted.
+        func refused(key: LimitUsageKey?, usage: Int) -> Standing {
+            Standing(namespace: ns.name, limit: limit, tier: nil, key: key, result: FeatureLimitResult(
                 limitName: limit.name, location: limit.location, tier: nil, unlimited: false, canProceed: false,
-                showPopup: false, remainingCooldownMilliseconds: 0, currentUsage: usage.count, limit: nil, cooldownMilliseconds: nil))
+                showPopup: false, remainingCooldownMilliseconds: 0, currentUsage: usage, limit: nil, cooldownMilliseconds: nil))
         }
+        guard let tier else { return refused(key: key, usage: usage.count) }
         if case .limited(let uses, let cooldown) = tier.allowance {
             // Counting needs someone to count for: a limited tier without a uid allows nothing.
-            guard let key else {
-                return Standing(namespace: ns.name, limit: limit, tier: nil, key: nil, result: FeatureLimitResult(
-                    limitName: limit.name, location: limit.location, tier: nil, unlimited: false, canProceed: false,
-                    showPopup: false, remainingCooldownMilliseconds: 0, currentUsage: 0, limit: nil, cooldownMilliseconds: nil))
-            }
+            guard let key else { return refused(key: nil, usage: 0) }
             let transitions = usage.advance(to: now, uses: uses, cooldown: cooldown)
             if !transitions.isEmpty {
                 store(usage, for: key)

@@ -56,13 +56,11 @@ extension Engine {
         case .success(let parsed): spec = parsed
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
-        switch limitedRead(path, credentials: connection.credentials, in: ns(connection), now: now, query: spec) {
+        switch limitedRead(path, credentials: connection.credentials, in: namespace(connection.namespace), now: now, query: spec) {
         case .success(let value): reply(number, .success(.node(spec.apply(to: value))), to: id)
         case .failure(let error): reply(number, .failure(error), to: id)
         }
     }
-
-    func ns(_ connection: Connection) -> Namespace { namespace(connection.namespace) }
 
     /// Every read (`g`, listen, REST `GET`, stream) in one order of checks: the limits' status
     /// location answers without rules or uses; elsewhere the rules first, then one use of a limit
