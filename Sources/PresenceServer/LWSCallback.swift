@@ -45,7 +45,7 @@ func presenceCallback(
         return 0
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         if stopRequested.load(ordering: .relaxed) { server.beginShutdown() }
-        server.reloadRulesIfRequested()
+        server.reloadIfRequested()
         server.releaseDurable()
         return 0
     default:

@@ -256,9 +256,10 @@ public final class LWSServer: @unchecked Sendable {
         }
     }
 
-    /// SIGHUP: load the rules file again. A file that does not load leaves the running rules in
+    /// SIGHUP: load the TLS certificate, the token keys and credentials, the limits and the rules
+    /// again, and reopen the limit event log. Each file that does not load leaves what is running in
     /// force; listeners the new rules no longer allow are revoked with `c`.
-    func reloadRulesIfRequested() {
+    func reloadIfRequested() {
         guard reloadRequested.exchange(false, ordering: .relaxed) else { return }
         reloadCertificate()
         if let log = limitEventLog, !log.reopen() { logger.error("cannot reopen the limit event log \(log.path)") }
