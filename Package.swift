@@ -30,6 +30,13 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
         ),
+        // hiredis 0.14.1 and libuv, with our own hiredis-on-libuv adapter (shim.h says why). No
+        // pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CHiredis",
+            path: "Sources/CHiredis",
+            providers: [.apt(["libhiredis-dev", "libuv1-dev"])]
+        ),
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
         .target(name: "PresenceCore", swiftSettings: strict),
@@ -52,6 +59,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
+            swiftSettings: strict
+        ),
+        // Redis for scale-out (docs/scaling.md): a client on the server's libuv loop (reconnects,
+        // timeouts, scripts) and the design's Lua scripts behind a Swift API (log, leases, sessions,
+        // snapshots).
+        .target(
+            name: "PresenceRedis",
+            dependencies: ["CHiredis", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
@@ -117,6 +132,8 @@ let package = Package(
         .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
+        // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
+        .testTarget(name: "PresenceRedisTests", dependencies: ["PresenceRedis", "CHiredis"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
     ],

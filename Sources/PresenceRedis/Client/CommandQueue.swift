@@ -1,0 +1,62 @@
+/// A command waiting for its reply, or for a connection to be sent on.
+struct PendingCommand {
+    let id: UInt64
+    let command: RedisCommand
+    /// On the connection's clock (`RedisClock`, milliseconds).
+    let deadline: Int64
+    let completion: (Result<RedisReply, RedisError>) -> Void
+}
+
+/// Commands in the order they were sent: the queue of a connection that is not ready yet, or the
+/// replies a socket still owes (Redis answers in order, so replies pop from the front).
+struct CommandQueue {
+    private var items: [PendingCommand] = []
+    private var head = 0
+
+    var count: Int { items.count - head }
+    var isEmpty: Bool { head == items.count }
+
+    mutating func append(_ command: PendingCommand) { items.append(command) }
+
+    mutating func popFirst() -> PendingCommand? {
+        guard head < items.count else { return nil }
+        let first = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return first
+    }
+
+    /// The front command if it has this id (replies come in order), else the one with this id.
+    mutating func pop(id: UInt64) -> PendingCommand? {
+        if head < items.count && items[head].id == id { return popFirst() }
+        guard let index = items[head...].firstIndex(where: { $0.id == id }) else { return nil }
+        return items.remove(at: index)
+    }
+
+    /// Removes and returns, in order, the commands whose deadline is at or before `now`.
+    mutating func removeExpired(now: Int64) -> [PendingCommand] {
+        guard items[head...].contains(where: { $0.deadline <= now }) else { return [] }
+        let live = items[head...]
+        let expired = live.filter { $0.deadline <= now }
+        items = live.filter { $0.deadline > now }
+        head = 0
+        return expired
+    }
+
+    func hasExpired(now: Int64) -> Bool { items[head...].contains { $0.deadline <= now } }
+
+    var earliestDeadline: Int64? { items[head...].lazy.map(\.deadline).min() }
+
+    mutating func removeAll() -> [PendingCommand] {
+        let all = Array(items[head...])
+        items.removeAll()
+        head = 0
+        return all
+    }
+}
