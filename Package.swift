@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "presence-server", targets: ["presence-server"]),
         .executable(name: "presence-client", targets: ["presence-client"]),
         .executable(name: "presence-bench", targets: ["presence-bench"]),
+        .executable(name: "presence-redis-bench", targets: ["presence-redis-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -113,6 +114,15 @@ let package = Package(
             name: "presence-bench",
             dependencies: [
                 "PresenceClient", "PresenceCore", "PresenceStorage", "CLibWebSockets",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // SEQ round trip and Redis CPU per write through PresenceRedis (bench/redis-seq.sh).
+        .executableTarget(
+            name: "presence-redis-bench",
+            dependencies: [
+                "PresenceRedis", "CHiredis",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
