@@ -15,6 +15,9 @@
 // libuv to close the poll handle; the struct is freed in the close callback, a later loop
 // iteration, which is also when `released(owner)` runs. After `released`, nothing of this
 // connection is left in hiredis or libuv.
+//
+// SwiftPM does not notice edits to this header: touch the Swift files that import CHiredis
+// (Sources/PresenceRedis, its tests, the bench) to rebuild them.
 #ifndef PRESENCE_HIREDIS_SHIM_H
 #define PRESENCE_HIREDIS_SHIM_H
 
@@ -33,12 +36,15 @@ typedef struct prs_redis_watch {
     void *owner;
 } prs_redis_watch;
 
+/// Frees a handle's memory (libuv is done with it), then tells its owner.
+static void prs_free_and_release(void *memory, void (*released)(void *owner), void *owner) {
+    free(memory);
+    if (released) released(owner);
+}
+
 static void prs_redis_watch_closed(uv_handle_t *handle) {
     prs_redis_watch *watch = (prs_redis_watch *)handle->data;
-    void (*released)(void *) = watch->released;
-    void *owner = watch->owner;
-    free(watch);
-    if (released) released(owner);
+    prs_free_and_release(watch, watch->released, watch->owner);
 }
 
 static void prs_redis_watch_ready(uv_poll_t *poll, int status, int events) {
@@ -118,10 +124,7 @@ static void prs_timer_fired(uv_timer_t *timer) {
 
 static void prs_timer_closed(uv_handle_t *handle) {
     prs_timer *t = (prs_timer *)handle->data;
-    void (*released)(void *) = t->released;
-    void *owner = t->owner;
-    free(t);
-    if (released) released(owner);
+    prs_free_and_release(t, t->released, t->owner);
 }
 
 static inline prs_timer *prs_timer_create(uv_loop_t *loop, void (*fire)(void *owner),

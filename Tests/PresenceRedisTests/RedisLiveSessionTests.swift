@@ -23,7 +23,7 @@ import Testing
         #expect(try fixture.command("SCARD", fixture.keys.owned(by: a.node)) == .integer(0))
         let tooLong = String(repeating: "x", count: 257)
         #expect(try loop.wait { a.put(tooLong, ops: [], completion: $0) } == .failure(.notSent("session id must be 1-256 bytes")))
-        let wrong = RedisSessions(connection: fixture.redis, keys: fixture.keys, node: a.node, epoch: "old")
+        let wrong = RedisSessions(member: NodeLease(connection: fixture.redis, keys: fixture.keys, node: a.member.node, epoch: "old"))
         #expect(try loop.call { wrong.put("T", ops: [], completion: $0) } == .epochMismatch(current: fixture.epoch))
         fixture.finish()
     }

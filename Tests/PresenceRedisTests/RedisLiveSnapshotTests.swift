@@ -4,9 +4,7 @@ import Testing
 /// Snapshot bookkeeping: one snapper at a time, chunks only under its lease, publish with two
 /// generations kept, and the log trimmed below the snapshot, never past it.
 @Suite(.serialized, .enabled(if: RedisServer.liveTestsEnabled)) struct RedisLiveSnapshotTests {
-    func snapshots(_ fixture: ClusterFixture, _ lease: NodeLease) -> RedisSnapshots {
-        RedisSnapshots(connection: fixture.redis, keys: fixture.keys, node: lease.node.id, epoch: fixture.epoch)
-    }
+    func snapshots(_ fixture: ClusterFixture, _ lease: NodeLease) -> RedisSnapshots { RedisSnapshots(member: lease) }
 
     func load(_ fixture: ClusterFixture, _ snapshots: RedisSnapshots, rev: UInt64) throws -> ([String: [UInt8]], Int?) {
         var chunks: [String: [UInt8]] = [:]

@@ -17,6 +17,13 @@ import Glibc
         var answeredOnce: Bool { results.values.allSatisfy { $0.count == 1 } }
     }
 
+    func ready(_ loop: TestLoop, _ server: RedisServer) throws -> RedisConnection {
+        let redis = RedisConnection(loop: loop.loop, endpoint: server.endpoint)
+        redis.start()
+        guard loop.run(until: { redis.state == .ready }) else { throw LoopTimedOut(what: "connected") }
+        return redis
+    }
+
     @Test func closingBeforeConnectingFailsQueuedCommandsAsNotSent() throws {
         let loop = TestLoop()
         let redis = RedisConnection(loop: loop.loop, endpoint: try RedisEndpoint(host: "127.0.0.1", port: RedisServer.freePort()))
@@ -35,9 +42,7 @@ import Glibc
     @Test func closingWithCommandsInFlightFailsThemAsLost() throws {
         let server = try RedisServer()
         let loop = TestLoop()
-        let redis = RedisConnection(loop: loop.loop, endpoint: server.endpoint)
-        redis.start()
-        #expect(loop.run(until: { redis.state == .ready }))
+        let redis = try ready(loop, server)
         let completions = Completions()
         redis.send(RedisCommand("BLPOP", "nothing", 5), timeoutMilliseconds: 10_000, completion: completions.record(0))
         for i in 1..<50 { redis.send(RedisCommand("PING"), completion: completions.record(i)) }
@@ -51,9 +56,7 @@ import Glibc
     @Test func closingInsideAReplyAnswersTheRestAfterIt() throws {
         let server = try RedisServer()
         let loop = TestLoop()
-        let redis = RedisConnection(loop: loop.loop, endpoint: server.endpoint)
-        redis.start()
-        #expect(loop.run(until: { redis.state == .ready }))
+        let redis = try ready(loop, server)
         let completions = Completions()
         var sentAfterClose: Result<RedisReply, RedisError>?
         redis.send(RedisCommand("PING")) { result in

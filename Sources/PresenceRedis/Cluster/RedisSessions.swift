@@ -2,17 +2,14 @@
 /// state and ownership moves (SESSION and TAKEOVER scripts). Only the owner changes a record;
 /// running the held ops goes through the log (`RedisLog.append(claim: .run(id))`).
 public final class RedisSessions {
-    public let connection: RedisConnection
-    public let keys: RedisKeys
-    public let node: String
-    public let epoch: String
+    /// The node acting, in its namespace (its lease is what the scripts check).
+    public let member: NodeLease
+    public var node: String { member.node.id }
+    private var connection: RedisConnection { member.connection }
+    private var keys: RedisKeys { member.keys }
+    private var epoch: String { member.epoch }
 
-    public init(connection: RedisConnection, keys: RedisKeys, node: String, epoch: String) {
-        self.connection = connection
-        self.keys = keys
-        self.node = node
-        self.epoch = epoch
-    }
+    public init(member: NodeLease) { self.member = member }
 
     public enum Change: Sendable, Equatable {
         case done

@@ -2,17 +2,14 @@
 /// time (the snapper lease) writes its replica at some rev as chunks, then publishes it and trims
 /// the log below it. Loaders read `head.snap` and page through the chunks.
 public final class RedisSnapshots {
-    public let connection: RedisConnection
-    public let keys: RedisKeys
-    public let node: String
-    public let epoch: String
+    /// The node writing or reading snapshots, in its namespace.
+    public let member: NodeLease
+    private var connection: RedisConnection { member.connection }
+    private var keys: RedisKeys { member.keys }
+    private var node: String { member.node.id }
+    private var epoch: String { member.epoch }
 
-    public init(connection: RedisConnection, keys: RedisKeys, node: String, epoch: String) {
-        self.connection = connection
-        self.keys = keys
-        self.node = node
-        self.epoch = epoch
-    }
+    public init(member: NodeLease) { self.member = member }
 
     public enum Begin: Sendable, Equatable {
         case started

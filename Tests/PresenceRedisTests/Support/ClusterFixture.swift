@@ -32,9 +32,7 @@ final class ClusterFixture {
         return lease
     }
 
-    func sessions(_ lease: NodeLease) -> RedisSessions {
-        RedisSessions(connection: redis, keys: keys, node: lease.node.id, epoch: epoch)
-    }
+    func sessions(_ lease: NodeLease) -> RedisSessions { RedisSessions(member: lease) }
 
     func append(_ lease: NodeLease, _ payload: String, claim: RedisLog.SessionClaim = .none) throws -> RedisLog.Append {
         try loop.call { log.append(node: lease.node.id, epoch: epoch, payload: Array(payload.utf8), claim: claim, completion: $0) }
