@@ -31,17 +31,35 @@ import Testing
     @Test func commandQueueExpiresInOrderAndKeepsTheRest() {
         var queue = CommandQueue()
         for (id, deadline) in [(1, 50), (2, 10), (3, 70), (4, 10), (5, 90)] as [(UInt64, Int64)] {
-            queue.append(PendingCommand(id: id, command: RedisCommand("PING"), deadline: deadline, completion: { _ in }))
+            queue.append(PendingCommand(id: id, command: RedisCommand("PING"), deadline: deadline, patience: 0, completion: { _ in }))
         }
         #expect(queue.earliestDeadline == 10)
-        #expect(queue.hasExpired(now: 10))
-        #expect(!queue.hasExpired(now: 9))
         #expect(queue.removeExpired(now: 50).map(\.id) == [1, 2, 4])
         #expect(queue.count == 2)
         #expect(queue.earliestDeadline == 70)
         #expect(queue.pop(id: 5)?.id == 5) // not the front: found anyway
         #expect(queue.popFirst()?.id == 3)
         #expect(queue.isEmpty && queue.earliestDeadline == nil && queue.popFirst() == nil)
+    }
+
+    /// In flight, a command past its deadline is answered (timed out) but stays to match its
+    /// reply; only a command past its patience makes the socket count as dead.
+    @Test func commandsInFlightTimeOutAloneUntilRedisIsOutOfPatience() {
+        var inflight = CommandQueue()
+        func command(_ id: UInt64, deadline: Int64, stuckAt: Int64) -> PendingCommand {
+            var c = PendingCommand(id: id, command: RedisCommand("PING"), deadline: deadline, patience: 0, completion: { _ in })
+            c.stuckAt = stuckAt
+            return c
+        }
+        inflight.append(command(1, deadline: 100, stuckAt: 2000)) // waited for a connection, little time left
+        inflight.append(command(2, deadline: 2050, stuckAt: 2050))
+        #expect(inflight.nextInFlightEvent == 100)
+        #expect(inflight.answerExpired(now: 100).map(\.id) == [1])
+        #expect(inflight.answerExpired(now: 150).isEmpty, "answered once")
+        #expect(!inflight.isStuck(now: 1999) && inflight.isStuck(now: 2000))
+        #expect(inflight.nextInFlightEvent == 2000)
+        #expect(inflight.pop(id: 1)?.answered == true)
+        #expect(inflight.pop(id: 2)?.answered == false)
     }
 
     @Test func commandQueueStaysFIFOAcrossCompaction() {
@@ -51,7 +69,7 @@ import Testing
         for round in 0..<50 {
             for _ in 0..<(round % 7 + 3) {
                 next += 1
-                queue.append(PendingCommand(id: next, command: RedisCommand("PING"), deadline: 0, completion: { _ in }))
+                queue.append(PendingCommand(id: next, command: RedisCommand("PING"), deadline: 0, patience: 0, completion: { _ in }))
             }
             for _ in 0..<(round % 5 + 1) {
                 guard let popped = queue.popFirst() else { break }

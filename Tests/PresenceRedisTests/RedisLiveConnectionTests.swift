@@ -169,6 +169,25 @@ import Glibc
         #expect(loop.destroy() == 0)
     }
 
+    /// A caller's short timeout fails that command alone; the connection stays (its late reply is
+    /// dropped) because Redis answered within the connection's own timeout.
+    @Test func aShortCommandTimeoutDoesNotDropAHealthyConnection() throws {
+        let server = try RedisServer()
+        let loop = TestLoop()
+        let (redis, recorder) = try connect(loop, server.endpoint)
+        let started = loop.now
+        let slow = try loop.wait { redis.send(RedisCommand("BLPOP", "nothing", "0.3"), timeoutMilliseconds: 100, completion: $0) }
+        #expect(slow == .failure(.timedOut))
+        #expect(loop.now - started < 290)
+        var after: Result<RedisReply, RedisError>?
+        redis.send(RedisCommand("PING")) { after = $0 }
+        #expect(loop.run(until: { after != nil }))
+        #expect(after == .success(.status("PONG")), "answered on the same connection, after the sleep")
+        #expect(recorder.losses.isEmpty && redis.statistics.connects == 1 && redis.statistics.replies >= 3)
+        redis.close()
+        #expect(loop.destroy() == 0)
+    }
+
     @Test func aBlockingReadDoesNotStallAnotherConnection() throws {
         let server = try RedisServer()
         let loop = TestLoop()

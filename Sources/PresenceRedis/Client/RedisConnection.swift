@@ -5,7 +5,9 @@ import CHiredis
 /// Everything runs on the loop's thread: create, send, close and every callback. Commands are
 /// pipelined (hiredis writes all commands of one loop iteration together). The connection
 /// reconnects by itself with jittered backoff and never stalls the loop: a connect that does not
-/// complete, or a command that gets no reply, within its timeout fails and the socket is replaced.
+/// complete in time fails, a command that gets no reply by its deadline fails with `.timedOut`,
+/// and a socket that holds a written command longer than the connection's command timeout (or
+/// that command's own, if longer) is considered dead and replaced.
 ///
 /// Commands sent while not connected wait for the connection until their own deadline, then fail
 /// with `.notSent`. A blocking command (`XREAD BLOCK`) holds up every later command of its
@@ -17,7 +19,8 @@ public final class RedisConnection {
     public struct Options: Sendable {
         /// TCP connect plus the handshake (AUTH, CLIENT SETNAME, PING).
         public var connectTimeoutMilliseconds: Int64
-        /// Default per-command timeout (`--redis-timeout`), also how long a command waits for a connection.
+        /// Default per-command timeout (`--redis-timeout`), also how long a command waits for a
+        /// connection, and how long Redis may hold a written command before the socket counts as dead.
         public var commandTimeoutMilliseconds: Int64
         public var backoff: RedisBackoff.Policy
         /// Commands waiting for a connection beyond this fail at once (`.notSent`).
@@ -162,7 +165,8 @@ public final class RedisConnection {
 
     func send(_ command: RedisCommand, deadline: Int64, completion: @escaping (Result<RedisReply, RedisError>) -> Void) {
         lastID += 1
-        let pending = PendingCommand(id: lastID, command: command, deadline: deadline, completion: completion)
+        let patience = max(deadline - clock.milliseconds(), options.commandTimeoutMilliseconds)
+        let pending = PendingCommand(id: lastID, command: command, deadline: deadline, patience: patience, completion: completion)
         if RedisConnection.unsupported.contains(command.name) {
             later { self.fail(pending, .notSent("\(command.name) is not supported (replies would not match commands)")) }
             return
@@ -269,10 +273,9 @@ public final class RedisConnection {
 
     /// Ends `socket` ourselves (timeout, handshake refused, close). hiredis fails its commands in
     /// flight: now, or right after the reply callback we may be inside of.
-    func end(_ socket: RedisSocket, reason: String, timedOutUpTo: Int64 = .min) {
+    func end(_ socket: RedisSocket, reason: String) {
         guard !socket.ended, let context = socket.context else { return }
         socket.dropReason = reason
-        socket.timedOutUpTo = timedOutUpTo
         socketEnded(socket, reason: reason)
         socket.ended = true
         redisAsyncFree(context)
@@ -280,10 +283,16 @@ public final class RedisConnection {
 
     // MARK: - Commands and replies
 
-    private func write(_ command: PendingCommand, on socket: RedisSocket) {
+    private func write(_ pending: PendingCommand, on socket: RedisSocket) {
         guard !socket.ended, let context = socket.context else {
-            return later { self.fail(command, .notSent("the connection ended")) }
+            return later { self.fail(pending, .notSent("the connection ended")) }
         }
+        var command = pending
+        let now = clock.milliseconds()
+        guard command.deadline > now else {
+            return later { self.fail(command, .notSent("no connection to Redis at \(self.endpoint) within the timeout")) }
+        }
+        command.stuckAt = now + command.patience
         let status = command.command.withArgv { argc, argv, lengths in
             redisAsyncCommandArgv(context, redisReplyArrived, UnsafeMutableRawPointer(bitPattern: UInt(command.id)),
                                   argc, argv, lengths)
@@ -299,20 +308,21 @@ public final class RedisConnection {
     private func write(internal command: RedisCommand, on socket: RedisSocket, deadline: Int64,
                        completion: @escaping (Result<RedisReply, RedisError>) -> Void) {
         lastID += 1
-        write(PendingCommand(id: lastID, command: command, deadline: deadline, completion: completion), on: socket)
+        let patience = max(deadline - clock.milliseconds(), options.commandTimeoutMilliseconds)
+        write(PendingCommand(id: lastID, command: command, deadline: deadline, patience: patience, completion: completion), on: socket)
     }
 
     func replyArrived(on socket: RedisSocket, id: UInt64, reply: RedisReply?, contextError: String?) {
         guard let command = socket.inflight.pop(id: id) else { return }
         if let reply {
             statistics.replies += 1
-            command.completion(.success(reply))
+            if !command.answered { command.completion(.success(reply)) }
             return
         }
         // No reply: hiredis is failing everything in flight because the socket is going away.
         let reason = socket.dropReason ?? contextError ?? "Redis closed the connection"
         socketEnded(socket, reason: reason)
-        fail(command, command.deadline <= socket.timedOutUpTo ? .timedOut : .connectionLost(reason))
+        if !command.answered { fail(command, .connectionLost(reason)) }
     }
 
     func countScriptReload() { statistics.scriptReloads += 1 }
@@ -359,8 +369,10 @@ public final class RedisConnection {
         case .connecting where now >= attemptDeadline:
             if let socket { end(socket, reason: "connect to \(endpoint) timed out after \(options.connectTimeoutMilliseconds) ms") }
         case .ready:
-            if let socket, socket.inflight.hasExpired(now: now) {
-                end(socket, reason: "no reply from Redis within the command timeout", timedOutUpTo: now)
+            guard let socket else { break }
+            for command in socket.inflight.answerExpired(now: now) { fail(command, .timedOut) }
+            if socket.inflight.isStuck(now: now) {
+                end(socket, reason: "no reply from Redis within the command timeout")
             }
         case .waiting where now >= retryAt:
             attempt()
@@ -376,7 +388,7 @@ public final class RedisConnection {
         switch state {
         case .connecting: consider(attemptDeadline)
         case .waiting: consider(retryAt)
-        case .ready: consider(socket?.inflight.earliestDeadline)
+        case .ready: consider(socket?.inflight.nextInFlightEvent)
         case .idle, .closed: break
         }
         if !deferred.isEmpty { consider(clock.milliseconds()) }

@@ -5,8 +5,8 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Never written to Redis: not connected until the command's deadline, the connection was
     /// closed, or the command was refused before sending. Redis did not run it.
     case notSent(String)
-    /// Written, but no reply within the command's timeout (the connection is then dropped and
-    /// re-established). Redis may or may not have run it.
+    /// Written, but no reply within the command's timeout (a late reply is dropped). Redis may or
+    /// may not have run it.
     case timedOut
     /// Written, and the connection ended before the reply. Redis may or may not have run it.
     case connectionLost(String)

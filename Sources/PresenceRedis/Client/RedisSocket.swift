@@ -14,8 +14,6 @@ final class RedisSocket {
     var ended = false
     /// Why we ended it ourselves (hiredis's error text does not say "timed out").
     var dropReason: String?
-    /// Commands in flight with a deadline at or before this failed by timing out.
-    var timedOutUpTo: Int64 = .min
 
     init(connection: RedisConnection) { self.connection = connection }
 
