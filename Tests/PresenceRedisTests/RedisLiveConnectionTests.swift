@@ -40,6 +40,9 @@ import Glibc
         #expect(try loop.call { redis.send(RedisCommand("SET", "k\0\r\n", value), completion: $0) } == .status("OK"))
         #expect(try loop.call { redis.send(RedisCommand("GET", "k\0\r\n"), completion: $0) } == .bulk(value))
         #expect(try loop.call { redis.send(RedisCommand("GET", "missing"), completion: $0) } == .null)
+        let large = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) } // several reads and writes
+        #expect(try loop.call { redis.send(RedisCommand("SET", "large", large), completion: $0) } == .status("OK"))
+        #expect(try loop.call { redis.send(RedisCommand("GET", "large"), completion: $0) } == .bulk(large))
         #expect(try loop.call { redis.send(RedisCommand("INCRBY", "n", Int64(-5)), completion: $0) } == .integer(-5))
         #expect(try loop.call { redis.send(RedisCommand("RPUSH", "l", "a", "", "c"), completion: $0) } == .integer(3))
         #expect(try loop.call { redis.send(RedisCommand("LRANGE", "l", 0, -1), completion: $0) }

@@ -152,6 +152,7 @@ public final class RedisConnection {
     public func close() {
         guard state != .closed else { return }
         state = .closed
+        onEvent = nil // no events after close; a handler that captured the connection lets go
         readySince = nil
         lastFailure = "the connection was closed"
         let socket = self.socket
