@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "presence-server", targets: ["presence-server"]),
         .executable(name: "presence-client", targets: ["presence-client"]),
         .executable(name: "presence-bench", targets: ["presence-bench"]),
+        .executable(name: "presence-redis-bench", targets: ["presence-redis-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -29,6 +30,13 @@ let package = Package(
             path: "Sources/CLibWebSockets",
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
+        ),
+        // hiredis 0.14.1 and libuv, with our own hiredis-on-libuv adapter (shim.h says why). No
+        // pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CHiredis",
+            path: "Sources/CHiredis",
+            providers: [.apt(["libhiredis-dev", "libuv1-dev"])]
         ),
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
@@ -52,6 +60,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
+            swiftSettings: strict
+        ),
+        // Redis for scale-out (docs/scaling.md): a client on the server's libuv loop (reconnects,
+        // timeouts, scripts) and the design's Lua scripts behind a Swift API (log, leases, sessions,
+        // snapshots).
+        .target(
+            name: "PresenceRedis",
+            dependencies: ["CHiredis", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
@@ -102,6 +118,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // SEQ round trip and Redis CPU per write through PresenceRedis (bench/redis-seq.sh).
+        .executableTarget(
+            name: "presence-redis-bench",
+            dependencies: [
+                "PresenceRedis", "CHiredis",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
@@ -117,6 +142,8 @@ let package = Package(
         .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
+        // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
+        .testTarget(name: "PresenceRedisTests", dependencies: ["PresenceRedis", "CHiredis"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
     ],
