@@ -114,7 +114,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
+        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore", "PresenceWire", "PresenceTesting"],
+                    swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
