@@ -65,6 +65,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // The operator dashboard, embedded at build time (AdminDashboard.swift says why).
+            resources: [
+                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/chart.js"), .embedInCode("Dashboard/dashboard.js"),
+            ],
             swiftSettings: strict
         ),
         // Client library: an lws client transport and the connection state machine.
