@@ -95,8 +95,14 @@ import Testing
         let huge: JSON = .string(String(repeating: "z", count: 1_000))
         let write = h.step { c, now in c.set(p, huge, now: now) }
         let registration = h.step { c, now in c.onDisconnectSet(p, huge, now: now) }
-        let out = h.take()
+        var out = h.take()
         #expect(h.requests(out).map(\.a) == ["o"])  // only the small registration went out
+        // Reported on the next timer, as a reply would be: after the calls returned their ids.
+        #expect(h.events(out).isEmpty)
+        #expect(h.connection.nextDeadline == 0)
+        h.step { c, now in c.timerFired(now: now) }
+        out = h.take()
+        #expect(h.requests(out).isEmpty)
         let events = h.events(out)
         guard case .writeCompleted(write, let writeFailure?) = events.first(where: { if case .writeCompleted = $0 { true } else { false } }),
               case .onDisconnectCompleted(registration, let registrationFailure?) = events.last else {
@@ -108,6 +114,7 @@ import Testing
         #expect(h.connection.pendingWrites.isEmpty)
         // The refused registration did not replace the one already in force.
         #expect(h.connection.onDisconnectRegistrations.map(\.id) == [small])
+        #expect(h.connection.nextDeadline != 0)
     }
 
     @Test func theLimitIsCappedAtWhatTheSplitterCanAlwaysSend() {

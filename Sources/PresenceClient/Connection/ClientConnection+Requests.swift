@@ -141,7 +141,7 @@ extension ClientConnection {
     private mutating func write(_ action: PendingWrite.Action, _ path: Path, _ data: JSON) -> WriteID {
         let id = takeID()
         if let refusal = oversized(action: action.rawValue, path: path, data: data) {
-            deliver(.writeCompleted(id, refusal))
+            localRefusals.append(.writeCompleted(id, refusal))
             return id
         }
         pendingWrites.append(PendingWrite(id: id, action: action, path: path, data: data, request: nil))
@@ -153,7 +153,7 @@ extension ClientConnection {
                                                _ data: JSON) -> OnDisconnectID {
         let id = takeID()
         if let refusal = oversized(action: action.rawValue, path: path, data: data) {
-            deliver(.onDisconnectCompleted(id, refusal))
+            localRefusals.append(.onDisconnectCompleted(id, refusal))
             return id
         }
         // A set at `path` replaces what is registered at and below it (the server does the same).
@@ -165,7 +165,7 @@ extension ClientConnection {
     }
 
     /// The refusal for a request that would be larger than ``maxMessageBytes`` (refused here,
-    /// before anything is sent or kept), nil when it fits.
+    /// before anything is sent or kept, and reported on the next timer), nil when it fits.
     private func oversized(action: String, path: Path, data: JSON) -> RequestFailure? {
         // The request number is not known yet: count the longest one.
         let body: JSON = .object([("p", .string(path.description)), ("d", data)])

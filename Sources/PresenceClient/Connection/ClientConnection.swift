@@ -75,6 +75,9 @@ public struct ClientConnection {
     public internal(set) var pendingWrites: [PendingWrite] = []
     public internal(set) var onDisconnectRegistrations: [OnDisconnectRegistration] = []
     var pendingGets: [(id: GetID, path: Path, request: Int?)] = []
+    /// Requests refused on this side, reported on the next ``timerFired(now:)`` as a server's
+    /// refusal would be: never before the call that made them has returned its id.
+    var localRefusals: [ClientEvent] = []
 
     /// - Parameter random: a uniform source in [0, 1) for the backoff jitter.
     public init(configuration: ClientConfiguration, random: @escaping () -> Double = { Double.random(in: 0..<1) }) {
@@ -105,6 +108,7 @@ public struct ClientConnection {
 
     /// The earliest time ``timerFired(now:)`` has something to do.
     public var nextDeadline: Int64? {
+        if !localRefusals.isEmpty { return 0 }  // due at once
         var deadlines: [Int64] = []
         if case .waitingToReconnect(let at) = phase { deadlines.append(at) }
         if phase == .handshaking, let h = helloDeadline { deadlines.append(h) }
@@ -173,6 +177,8 @@ public struct ClientConnection {
 
     /// Call at ``nextDeadline`` (calling early or often is harmless).
     public mutating func timerFired(now: Int64) {
+        for refusal in localRefusals { deliver(refusal) }
+        localRefusals.removeAll()
         switch phase {
         case .waitingToReconnect(let at) where now >= at:
             connect(now: now)
