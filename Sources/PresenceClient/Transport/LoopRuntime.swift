@@ -212,6 +212,7 @@ public final class LoopRuntime: @unchecked Sendable {
         context = nil
         setup.onExit()
         freeAllocations()
+        setup = Setup()  // the hooks hold their owner, which holds this runtime: let both go
     }
 
     fileprivate func dispatch(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
