@@ -81,6 +81,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
+            // The operator dashboard, embedded at build time (AdminDashboard.swift says why).
+            resources: [
+                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/chart.js"), .embedInCode("Dashboard/dashboard.js"),
+            ],
             swiftSettings: strict
         ),
         // Client library: an lws client transport and the connection state machine.
@@ -139,7 +144,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
+        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore", "PresenceWire", "PresenceTesting"],
+                    swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
         // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
