@@ -111,6 +111,7 @@ public final class LWSServer: @unchecked Sendable {
         Signals.install()
         storage.start(engine: engine, runtime: runtime) { [unowned self] sequence in durable(upTo: sequence) }
         liveness.start()
+        operators.startSampling(runtime: runtime, streams: streams)
     }
 
     /// Safe from any thread and from signal handlers.

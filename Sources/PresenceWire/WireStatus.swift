@@ -67,6 +67,12 @@ public enum WireStatus: String, Sendable, CaseIterable {
         }
     }
 
+    /// `failure(for:)` with the status as its wire string.
+    public static func status(for error: EngineError) -> (status: String, message: String) {
+        let (status, message) = failure(for: error)
+        return (status.rawValue, message)
+    }
+
     /// The HTTP status of a REST response (and of a stream refused at open) carrying this error.
     /// The Python Admin SDK expects 401 for "Permission denied" (§9.1).
     public var httpStatus: Int {

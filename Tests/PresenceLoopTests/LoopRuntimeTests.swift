@@ -1,3 +1,4 @@
+import CHiredis
 import CLibUV
 import CLibWebSockets
 import Foundation
@@ -107,6 +108,30 @@ import Testing
         runtime.dispatch { stop.schedule(afterMicroseconds: 40_000) }
         #expect(runtime.run() == 0)
         #expect(hookRan && counter.closed && counter.ticks >= 5)
+    }
+}
+
+extension LoopRuntimeTests {
+    /// The scale-out's Redis client puts its handles (`CHiredis`'s adapter and timers) on the
+    /// server's loop: the runtime's `uvLoop` is the loop type hiredis's adapter takes.
+    @Test func theHiredisAdaptersTimerRunsOnTheRuntimesLoop() throws {
+        let fixture = try Fixture()
+        let runtime = fixture.runtime
+        final class Owner { var fired = 0; var released = false }
+        let owner = Owner()
+        let raw = Unmanaged.passUnretained(owner).toOpaque()
+        let created = prs_timer_create(runtime.uvLoop, { owner in
+            Unmanaged<Owner>.fromOpaque(owner!).takeUnretainedValue().fired += 1
+        }, { owner in
+            Unmanaged<Owner>.fromOpaque(owner!).takeUnretainedValue().released = true
+        }, raw)
+        let timer = try #require(created)
+        prs_timer_arm(timer, 5)
+        runtime.onShutdown { prs_timer_close(timer) }
+        let stop = runtime.makeTimer { runtime.shutdown(afterMicroseconds: 1) }
+        stop.schedule(afterMicroseconds: 30_000)
+        #expect(runtime.run() == 0)
+        #expect(owner.fired == 1 && owner.released)
     }
 }
 

@@ -6,17 +6,19 @@ import PresenceWire
 /// read-only view of the engine and the connection table, plus closing a connection through the
 /// outbound path.
 final class OperatorAPI {
-    private let configuration: ServerConfiguration
-    private let logger: Logger
-    private let engine: Engine
-    private let rest: RESTHandler
-    private let metrics: ServerMetrics
-    private unowned let table: ConnectionTable
-    private unowned let outbox: Outbox
-    private unowned let storage: StorageLink
+    let configuration: ServerConfiguration
+    let logger: Logger
+    let engine: Engine
+    let rest: RESTHandler
+    let metrics: ServerMetrics
+    unowned let table: ConnectionTable
+    unowned let outbox: Outbox
+    unowned let storage: StorageLink
     /// Messages and bytes received (the WebSocket route counts them).
-    private let received: () -> (messages: Int, bytes: Int)
-    private let startedAt = WallClock.nowMilliseconds()
+    let received: () -> (messages: Int, bytes: Int)
+    let startedAt = WallClock.nowMilliseconds()
+    /// The dashboard's last ten minutes, one sample a second (OperatorActivity.swift).
+    let activity = ActivitySampler()
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, metrics: ServerMetrics,
          table: ConnectionTable, outbox: Outbox, storage: StorageLink, received: @escaping () -> (messages: Int, bytes: Int)) {
@@ -31,7 +33,7 @@ final class OperatorAPI {
         self.received = received
     }
 
-    private func now() -> Int64 { WallClock.nowMilliseconds() }
+    func now() -> Int64 { WallClock.nowMilliseconds() }
 
     /// The response for an operator route, or nil when `request` is not one.
     func route(_ request: HTTPRequest) -> HTTPResponse? {
@@ -66,6 +68,10 @@ final class OperatorAPI {
             return listConnections(request)
         case ("POST", "connections") where parts.count == 4 && parts[3] == "close":
             return closeConnection(session: parts[2], request: request)
+        case ("GET", "users") where parts.count == 2:
+            return listUsers(request)
+        case ("GET", "activity") where parts.count == 2:
+            return activityResponse(request)
         case ("GET", "users") where parts.count == 3:
             return user(parts[2], request: request)
         case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":
