@@ -23,8 +23,6 @@ final class ShellConnection {
     var closing: (code: Int, reason: String)?
     /// A PING waits for the queue ahead of it to drain.
     var pingDue = false
-    /// It left the engine before its socket closed (dropped as a slow reader).
-    var detached = false
     /// When each numbered write request arrived (monotonic ns), to time write-to-ack.
     var writeStarted: [Int: UInt64] = [:]
     var bytesIn = 0

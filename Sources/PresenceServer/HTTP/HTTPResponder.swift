@@ -31,10 +31,7 @@ final class HTTPResponder {
     /// Storage made steps up to `sequence` durable: write the responses that waited for them.
     func durable(upTo sequence: UInt64) {
         for wsi in order.markDurable(upTo: sequence) {
-            guard var entry = pending[wsi] else {
-                order.forget(wsi)
-                continue
-            }
+            guard var entry = pending[wsi] else { continue }
             let released = !order.release(wsi, lane: &entry.lane).isEmpty
             pending[wsi] = entry
             if released { LWSWrite.requestHTTPWriteable(wsi) }
@@ -61,6 +58,5 @@ final class HTTPResponder {
     /// The connection closed (`CLOSED_HTTP`).
     func closed(_ wsi: OpaquePointer) {
         pending.removeValue(forKey: wsi)
-        order.forget(wsi)
     }
 }

@@ -15,8 +15,15 @@
 struct DeliveryOrder<Destination: Hashable> {
     /// The highest sequence storage reported durable.
     private(set) var durable: UInt64 = 0
-    /// Destinations whose lane holds messages.
-    private(set) var holding: Set<Destination> = []
+    /// The lanes that hold something, each under every sequence it waits for, in the order they
+    /// began to wait for it. A lane only ever begins to wait for the step being performed, the
+    /// newest, so the sequences grow along this queue and the lanes a commit releases are at its
+    /// front: a commit costs what it releases, not how many connections wait.
+    private var waiting: [(sequence: UInt64, destination: Destination)] = []
+    private var waitingHead = 0
+
+    /// Whether some lane may still hold a message.
+    var isHolding: Bool { waitingHead < waiting.count }
 
     /// A message for `destination`, whose lane is `lane`. `sequence` is what must be durable before
     /// it may leave (an acknowledgement's step), nil for a push. Returns true when it may leave now;
@@ -36,39 +43,46 @@ struct DeliveryOrder<Destination: Hashable> {
 
     /// Keeps a message that may not leave yet (`mayLeave` said no).
     mutating func hold<Item>(_ item: Item, waitsFor sequence: UInt64?, to destination: Destination, lane: inout DeliveryLane<Item>) {
-        lane.held.append((max(lane.held.last?.sequence ?? 0, sequence ?? 0), item))
-        holding.insert(destination)
+        let ahead = lane.held.last?.sequence ?? 0
+        let required = max(ahead, sequence ?? 0)
+        // Behind a message that already waits for this step, it leaves with it.
+        if required > ahead { waiting.append((required, destination)) }
+        lane.held.append((required, item))
     }
 
-    /// Storage made everything up to `sequence` durable. Returns the destinations that may have
-    /// messages to release; call `release(_:lane:)` for each.
-    mutating func markDurable(upTo sequence: UInt64) -> Set<Destination> {
+    /// Storage made everything up to `sequence` durable. Returns the destinations that have
+    /// messages to release (a destination may come more than once); call `release(_:lane:)` for each.
+    mutating func markDurable(upTo sequence: UInt64) -> [Destination] {
         guard sequence > durable else { return [] }
         durable = sequence
-        return holding
+        var ready: [Destination] = []
+        while waitingHead < waiting.count, waiting[waitingHead].sequence <= sequence {
+            ready.append(waiting[waitingHead].destination)
+            waitingHead += 1
+        }
+        if waitingHead == waiting.count {
+            waiting = []
+            waitingHead = 0
+        } else if waitingHead >= 1_024, waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+        return ready
     }
 
     /// The messages of `destination`'s lane that may leave now, in the order they were submitted.
-    mutating func release<Item>(_ destination: Destination, lane: inout DeliveryLane<Item>) -> [Item] {
+    func release<Item>(_ destination: Destination, lane: inout DeliveryLane<Item>) -> [Item] {
         let count = lane.held.prefix { $0.sequence <= durable }.count
         guard count > 0 else { return [] }
         let items = lane.held.prefix(count).map(\.item)
-        lane.held.removeFirst(count)
-        if lane.held.isEmpty {
-            lane.held = []
-            holding.remove(destination)
-        }
+        if count == lane.held.count { lane.held = [] } else { lane.held.removeFirst(count) }
         return items
-    }
-
-    /// The destination is gone: what it held will never be sent.
-    mutating func forget(_ destination: Destination) {
-        holding.remove(destination)
     }
 }
 
 /// One destination's held messages, in submission order (kept by the shell next to the
-/// destination's state; empty for nearly every connection).
+/// destination's state; empty for nearly every connection). A destination that goes away simply
+/// drops its lane.
 struct DeliveryLane<Item> {
     fileprivate var held: [(sequence: UInt64, item: Item)] = []
 

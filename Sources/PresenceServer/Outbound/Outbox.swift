@@ -98,10 +98,7 @@ final class Outbox {
     /// waited behind them, in order.
     func durable(upTo sequence: UInt64) {
         for id in order.markDurable(upTo: sequence) {
-            guard let connection = table[id] else {
-                order.forget(id)
-                continue
-            }
+            guard let connection = table[id] else { continue }
             let messages = order.release(id, lane: &connection.lane)
             guard !messages.isEmpty else { continue }
             for message in messages {
@@ -132,8 +129,6 @@ final class Outbox {
         logger.warning("closing connection \(connection.id): it does not read fast enough (\(connection.queue.bytes) bytes queued)")
         connection.queue.removeAll()
         connection.lane = DeliveryLane()
-        order.forget(connection.id)
-        connection.detached = true
         dropped.append(connection.id)
         close(connection, .policyViolation, reason: "too slow: outbound queue over limit")
         // Its socket is full, so the close frame may never go out: lws drops it in a second.
@@ -176,11 +171,6 @@ final class Outbox {
             connection.pingDue = true
             LWSWrite.requestWriteable(connection.wsi)
         }
-    }
-
-    /// The connection closed: nothing it held will be sent.
-    func forget(_ connection: ShellConnection) {
-        order.forget(connection.id)
     }
 
     /// Times write-to-ack for write request `number` from `startedAt` (monotonic ns).

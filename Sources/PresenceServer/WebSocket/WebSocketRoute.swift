@@ -189,7 +189,6 @@ final class WebSocketRoute {
     func closed(_ id: UInt64) {
         guard let connection = table.remove(id) else { return }
         MaskTap.closed(connection.socket)
-        outbox.forget(connection)
         let reason = connection.closing.map { "\($0.code) \($0.reason)" } ?? "socket closed"
         metrics.closed(reason: connection.closing.map { $0.reason == "peer closed" ? "client_close" : "server_\($0.code)" } ?? "socket_closed")
         engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
