@@ -9,8 +9,8 @@ import PresenceLoop
 final class EngineSteps {
     private let engine: Engine
     private let metrics: ServerMetrics
-    private unowned let storage: StorageLink
-    private unowned let outbox: Outbox
+    private let storage: StorageLink
+    private let outbox: Outbox
     /// The JSON-lines log of limit checks, when configured.
     let limitEventLog: LimitEventLog?
     private var timer: LoopTimer!

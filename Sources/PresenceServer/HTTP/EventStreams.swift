@@ -29,7 +29,7 @@ final class EventStreams {
     private let keepAliveMicroseconds: Int64
     private let logger: Logger
     private var keepAliveTimer: LoopTimer?
-    private unowned let runtime: LoopRuntime
+    private let runtime: LoopRuntime
 
     init(configuration: ServerConfiguration, logger: Logger, runtime: LoopRuntime) {
         maxQueuedBytes = configuration.maxQueuedBytes

@@ -15,11 +15,11 @@ final class HTTPRoute {
     private let logger: Logger
     private let engine: Engine
     private let rest: RESTHandler
-    private unowned let table: ConnectionTable
-    private unowned let responder: HTTPResponder
-    private unowned let streams: EventStreams
-    private unowned let operators: OperatorAPI
-    private unowned let steps: EngineSteps
+    private let table: ConnectionTable
+    private let responder: HTTPResponder
+    private let streams: EventStreams
+    private let operators: OperatorAPI
+    private let steps: EngineSteps
     private var pendingRequests: [OpaquePointer: PendingRequest] = [:]
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, table: ConnectionTable,

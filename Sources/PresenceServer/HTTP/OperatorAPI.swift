@@ -11,9 +11,9 @@ final class OperatorAPI {
     let engine: Engine
     let rest: RESTHandler
     let metrics: ServerMetrics
-    unowned let table: ConnectionTable
-    unowned let outbox: Outbox
-    unowned let storage: StorageLink
+    let table: ConnectionTable
+    let outbox: Outbox
+    let storage: StorageLink
     /// Messages and bytes received (the WebSocket route counts them).
     let received: () -> (messages: Int, bytes: Int)
     let startedAt = WallClock.nowMilliseconds()

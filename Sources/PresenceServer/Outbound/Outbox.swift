@@ -16,8 +16,8 @@ final class Outbox {
     private let maxQueuedBytes: Int
     private let logger: Logger
     private let metrics: ServerMetrics
-    private unowned let table: ConnectionTable
-    private unowned let streams: EventStreams
+    private let table: ConnectionTable
+    private let streams: EventStreams
     private var order = DeliveryOrder<UInt64>()
     private var dropped: [UInt64] = []
     private(set) var messagesSent = 0

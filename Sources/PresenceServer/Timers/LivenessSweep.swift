@@ -17,9 +17,9 @@ final class LivenessSweep {
     private let hangUpAfter: Int64
     private let period: Int64
     private let logger: Logger
-    private unowned let table: ConnectionTable
-    private unowned let outbox: Outbox
-    private unowned let streams: EventStreams
+    private let table: ConnectionTable
+    private let outbox: Outbox
+    private let streams: EventStreams
     private var timer: LoopTimer!
 
     init(configuration: ServerConfiguration, logger: Logger, table: ConnectionTable, outbox: Outbox, streams: EventStreams,

@@ -11,9 +11,9 @@ final class WebSocketRoute {
     private let logger: Logger
     private let metrics: ServerMetrics
     private let engine: Engine
-    private unowned let table: ConnectionTable
-    private unowned let outbox: Outbox
-    private unowned let steps: EngineSteps
+    private let table: ConnectionTable
+    private let outbox: Outbox
+    private let steps: EngineSteps
     private var admission: AddressAdmission
     private(set) var messagesReceived = 0
     private(set) var bytesReceived = 0
