@@ -109,6 +109,7 @@ public final class LWSServer: @unchecked Sendable {
         webSocket.boundPort = boundPort
         runtime.receiveSignals()
         Signals.install()
+        MaskTap.onViolation(tapViolation, context: Unmanaged.passUnretained(self).toOpaque())
         storage.start(engine: engine, runtime: runtime) { [unowned self] sequence in durable(upTo: sequence) }
         liveness.start()
         operators.startSampling(runtime: runtime, streams: streams)
@@ -161,6 +162,12 @@ public final class LWSServer: @unchecked Sendable {
     }
 
     private var shutdownBegun = false
+}
+
+/// The frame tap's report (see `MaskTap.onViolation`), a global function so it converts to `@convention(c)`.
+private func tapViolation(_ context: UnsafeMutableRawPointer?, _ socket: Int32) {
+    guard let context else { return }
+    Unmanaged<LWSServer>.fromOpaque(context).takeUnretainedValue().webSocket.frameViolation(onSocket: socket)
 }
 
 public enum ServerError: Error, CustomStringConvertible {

@@ -21,6 +21,9 @@ final class ShellConnection {
     var lane = DeliveryLane<HeldMessage>()
     /// Set when the server decided to close: what is queued is flushed, then a close frame.
     var closing: (code: Int, reason: String)?
+    /// When the server's close frame went out: the client's close (or the liveness sweep, after
+    /// `Outbox.closeLingerMilliseconds`) ends the connection; what it sends meanwhile is discarded.
+    var closeSentAt: Int64?
     /// A PING waits for the queue ahead of it to drain.
     var pingDue = false
     /// When each numbered write request arrived (monotonic ns), to time write-to-ack.

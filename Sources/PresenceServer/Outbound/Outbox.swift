@@ -156,11 +156,29 @@ final class Outbox {
             if !connection.queue.isEmpty || connection.closing != nil { LWSWrite.requestWriteable(connection.wsi) }
             return 0
         }
-        if let (code, reason) = connection.closing {
-            LWSWrite.close(code: code, reason: reason, to: connection.wsi)
-            return -1
+        if connection.closing != nil {
+            guard connection.closeSentAt == nil else { return 0 }
+            return closeNow(connection, code: connection.closing!.code, reason: connection.closing!.reason)
         }
         return 0
+    }
+
+    /// How long a connection the server closed may take to answer with its close frame.
+    static let closeLingerMilliseconds: Int64 = 2_000
+
+    /// Writes the close frame now (nothing queued is sent after it). A closing handshake: the
+    /// connection stays open, its input read and discarded, until the client answers with its
+    /// close (`WebSocketRoute.peerClosing` ends it) or the liveness sweep drops it after
+    /// `closeLingerMilliseconds`. Closing at once would reset a socket the client is still writing
+    /// to, and the reset can swallow the close frame before the client reads why. Shutdown
+    /// (1001) does not linger: the context goes right after. Returns what WRITEABLE returns.
+    @discardableResult
+    func closeNow(_ connection: ShellConnection, code: Int, reason: String) -> Int32 {
+        if connection.closing == nil { connection.closing = (code, reason) }
+        connection.queue.removeAll()
+        LWSWrite.close(code: code, reason: reason, to: connection.wsi)
+        connection.closeSentAt = WallClock.nowMilliseconds()
+        return code == CloseCode.goingAway.rawValue ? -1 : 0
     }
 
     /// A PING for a silent connection (liveness): now if nothing is ahead of it, else after the queue.

@@ -64,6 +64,8 @@ final class WebSocketRoute {
                                          now: now, maxMessageBytes: configuration.maxMessageBytes)
         table.insert(connection)
         metrics.connectionsOpened.increment()
+        // Frames sent along with the upgrade request were followed just now.
+        frameViolation(onSocket: connection.socket)
 
         let version = LWSRead.urlArgument(wsi, "v")
         let namespace = LWSRead.urlArgument(wsi, "ns")
@@ -99,7 +101,7 @@ final class WebSocketRoute {
         bytesReceived += length
         metrics.bytesIn.increment(by: length)
         let fragment = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
-        switch connection.receiver.receive(fragment, messageEnds: LWSRead.messageEnds(wsi)) {
+        switch connection.receiver.receive(fragment, messageEnds: LWSRead.messageEnds(wsi), announced: LWSRead.remainingInFrame(wsi)) {
         case .nothing:
             break
         case .message(let bytes):
@@ -173,15 +175,29 @@ final class WebSocketRoute {
         table[id]?.liveness.heard(at: WallClock.nowMilliseconds())
     }
 
-    /// The peer sent a close frame (lws answers it): remember its code for the close's log line.
-    func peerClosing(_ id: UInt64, input: UnsafeMutableRawPointer?, length: Int) {
-        guard let connection = table[id] else { return }
+    /// The peer sent a close frame. When the server's own close went out first, this is the
+    /// answer to it: the connection ends now (-1). Otherwise lws answers it; its code is kept for
+    /// the close's log line.
+    func peerClosing(_ id: UInt64, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        guard let connection = table[id] else { return 0 }
+        if connection.closeSentAt != nil { return -1 }
         var code = CloseCode.noStatus.rawValue
         if let input, length >= 2 {
             let bytes = input.assumingMemoryBound(to: UInt8.self)
             code = Int(bytes[0]) << 8 | Int(bytes[1])
         }
         outbox.peerClosed(connection, code: code)
+        return 0
+    }
+
+    /// The frame tap saw a frame that lws 4.1.6 answers by dropping the connection without a close
+    /// frame (`MaskTap`): send the close frame RFC 6455 asks for first. Runs inside lws's read of
+    /// that socket; lws then drops the connection (or, for a close frame, ends it at once).
+    func frameViolation(onSocket socket: Int32) {
+        guard let connection = table.connection(onSocket: socket), connection.closeSentAt == nil,
+              let (code, reason) = MaskTap.violation(socket) else { return }
+        logger.notice("closing connection \(connection.id) (\(connection.remote)): it sent a \(reason)")
+        outbox.closeNow(connection, code: code, reason: reason)
     }
 
     /// The socket closed (any way): the connection leaves the table and the engine, which runs its
