@@ -80,7 +80,7 @@ public final class LWSServer: @unchecked Sendable {
                                 table: table, outbox: outbox, storage: self.storage,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
-                         responder: responder, streams: streams, operators: operators, steps: steps)
+                         responder: responder, streams: streams, operators: operators, steps: steps, runtime: runtime)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)
     }

@@ -14,6 +14,8 @@ enum ConfigFile {
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
         "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
         "limits", "limit-events", "trusted-proxies",
+        // Floods and slow clients (docs/robustness.md)
+        "max-pending-body-bytes", "http-timeout",
     ]
     static let booleanFlags: Set<String> = ["insecure"]
 

@@ -64,6 +64,12 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Largest client message in bytes (after joining fragments); larger ones close the connection with 1009.")
     var maxMessageBytes = 1_048_576
 
+    @Option(help: "REST request bodies the server reads at once, in bytes, all connections together (reserved from Content-Length when a request's head arrives); a request that would go over is answered 503 with Retry-After.")
+    var maxPendingBodyBytes = 32 * 1_048_576
+
+    @Option(help: "Seconds a client has to send an HTTP request's head, then its body (plus 1 s per 64 KiB of it); later ones are dropped.")
+    var httpTimeout = 10
+
     @Option(help: "Seconds of silence before the server pings a connection.")
     var pingInterval = 20
 
@@ -153,6 +159,10 @@ struct PresenceServerCommand: ParsableCommand {
             throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
         }
         guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
+        guard maxPendingBodyBytes >= maxMessageBytes else {
+            throw ValidationError("--max-pending-body-bytes must be at least --max-message-bytes (one whole body)")
+        }
+        guard (1...3600).contains(httpTimeout) else { throw ValidationError("--http-timeout must be between 1 and 3600 seconds") }
         if !onlineLocation.isEmpty {
             do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {
                 throw ValidationError("--online-pattern/--online-field/--online-location: \(error)")
@@ -200,6 +210,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("secret-file", optional(secretFile)), ("project-id", optional(projectID)), ("firebase-keys", optional(firebaseKeys)),
             ("admin-token-file", optional(adminTokenFile)), ("insecure", .bool(insecure)),
             ("default-namespace", .string(defaultNamespace)), ("max-message-bytes", .number(Double(maxMessageBytes))),
+            ("max-pending-body-bytes", .number(Double(maxPendingBodyBytes))), ("http-timeout", .number(Double(httpTimeout))),
             ("ping-interval", .number(Double(pingInterval))), ("idle-timeout", .number(Double(idleTimeout))),
             ("rx-buffer", .number(Double(rxBuffer))), ("disconnect-grace", .number(disconnectGrace)),
             ("stream-keep-alive", .number(Double(streamKeepAlive))), ("data-dir", .string(dataDir)),
@@ -254,6 +265,8 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maxMessageBytes = maxMessageBytes
+        configuration.maxPendingBodyBytes = maxPendingBodyBytes
+        configuration.httpTimeoutSeconds = httpTimeout
         configuration.pingIntervalSeconds = pingInterval
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.rxBufferBytes = rxBuffer

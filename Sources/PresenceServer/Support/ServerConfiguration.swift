@@ -12,6 +12,12 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeoutSeconds = 60
     /// Outbound bytes queued for one connection before it is closed as too slow.
     public var maxQueuedBytes = 16 * 1_048_576
+    /// REST request bodies being read, all connections together (reserved from `Content-Length`
+    /// when a head arrives); a request that would go over is answered 503 with `Retry-After`.
+    public var maxPendingBodyBytes = 32 * 1_048_576
+    /// Seconds a client has to send an HTTP request's head (lws drops it after), and then its body
+    /// (plus the time for its length at 64 KiB/s).
+    public var httpTimeoutSeconds = 10
     public var defaultNamespace = "default"
     /// PEM certificate (chain) and private key: the port then serves wss:// and https:// only.
     public var tlsCertificatePath: String?

@@ -22,12 +22,10 @@ public final class RESTHandler {
     }
 
     public func handle(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
-        var method = request.method
-        if method == "POST", let override = request.headers["x-http-method-override"]?.uppercased() {
-            guard ["PUT", "PATCH", "DELETE", "GET"].contains(override) else {
-                return .error(400, "X-HTTP-Method-Override must be PUT, PATCH or DELETE")
-            }
-            method = override
+        let method: String
+        switch effectiveMethod(request) {
+        case .success(let resolved): method = resolved
+        case .failure(let refusal): return refusal.response
         }
         if request.path == "/.settings/rules.json" {
             return rules(method, request: request, now: now)
