@@ -73,8 +73,9 @@ public final class LWSServer: @unchecked Sendable {
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime)
+        let throttle = InboundThrottle(table: table, logger: logger, metrics: metrics, runtime: runtime)
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
-                                       outbox: outbox, steps: steps)
+                                       outbox: outbox, steps: steps, throttle: throttle)
         self.webSocket = webSocket
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
                                 table: table, outbox: outbox, storage: self.storage,

@@ -15,7 +15,7 @@ enum ConfigFile {
         "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
         "limits", "limit-events", "trusted-proxies",
         // Floods and slow clients (docs/robustness.md)
-        "max-pending-body-bytes", "http-timeout",
+        "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
     ]
     static let booleanFlags: Set<String> = ["insecure"]
 

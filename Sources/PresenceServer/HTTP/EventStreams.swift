@@ -24,6 +24,8 @@ final class EventStreams {
     }
 
     private var streams: [UInt64: Stream] = [:]
+    /// Streams dropped as slow readers since the last `takeDropped`: the engine must forget them.
+    private var dropped: [UInt64] = []
     private var byWSI: [OpaquePointer: UInt64] = [:]
     private let maxQueuedBytes: Int
     private let keepAliveMicroseconds: Int64
@@ -66,9 +68,14 @@ final class EventStreams {
             stream.queue.append(Self.lastChunk)
         }
         if stream.queuedBytes > maxQueuedBytes {
-            logger.warning("closing stream \(stream.id): it does not read fast enough")
+            logger.warning("closing stream \(stream.id): it does not read fast enough (\(stream.queuedBytes) bytes queued)")
             stream.queue.removeAll()
+            stream.queuedBytes = 0
             stream.ending = true
+            // It leaves the engine now (no more pushes computed for it), and its socket, full,
+            // is dropped in a second if the last chunk cannot be written.
+            dropped.append(stream.id)
+            LWSWrite.drop(stream.wsi, afterSeconds: 1)
         }
         LWSWrite.requestHTTPWriteable(stream.wsi)
         return true
@@ -93,6 +100,11 @@ final class EventStreams {
         guard LWSWrite.httpBody(event, final: false, to: wsi) else { return -1 }
         if !stream.queue.isEmpty || stream.ending { LWSWrite.requestHTTPWriteable(wsi) } else { LWSWrite.pauseHTTP(wsi) }
         return 0
+    }
+
+    func takeDropped() -> [UInt64] {
+        defer { dropped = [] }
+        return dropped
     }
 
     /// The stream's socket closed: its id, for the engine to forget; nil when it was no stream.

@@ -135,10 +135,11 @@ final class Outbox {
         LWSWrite.drop(connection.wsi, afterSeconds: 1)
     }
 
-    /// Connections dropped as slow readers since the last call: the engine must forget them now.
+    /// Connections and streams dropped as slow readers since the last call: the engine must forget
+    /// them now.
     func takeDropped() -> [UInt64] {
         defer { dropped = [] }
-        return dropped
+        return streams.isOpen ? dropped + streams.takeDropped() : dropped
     }
 
     /// `SERVER_WRITEABLE`: a due PING, else the next queued frame, else the close frame.
@@ -178,6 +179,8 @@ final class Outbox {
         connection.queue.removeAll()
         LWSWrite.close(code: code, reason: reason, to: connection.wsi)
         connection.closeSentAt = WallClock.nowMilliseconds()
+        // Read again if its budget had paused it (InboundThrottle): its close must be able to arrive.
+        LWSWrite.resumeReading(connection.wsi)
         return code == CloseCode.goingAway.rawValue ? -1 : 0
     }
 

@@ -14,6 +14,7 @@ final class WebSocketRoute {
     private let table: ConnectionTable
     private let outbox: Outbox
     private let steps: EngineSteps
+    let throttle: InboundThrottle
     private var admission: AddressAdmission
     private(set) var messagesReceived = 0
     private(set) var bytesReceived = 0
@@ -21,7 +22,7 @@ final class WebSocketRoute {
     var boundPort = 0
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics, engine: Engine,
-         table: ConnectionTable, outbox: Outbox, steps: EngineSteps) {
+         table: ConnectionTable, outbox: Outbox, steps: EngineSteps, throttle: InboundThrottle) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
@@ -29,6 +30,7 @@ final class WebSocketRoute {
         self.table = table
         self.outbox = outbox
         self.steps = steps
+        self.throttle = throttle
         admission = AddressAdmission(maxConnections: configuration.maxConnectionsPerAddress,
                                      maxPerSecond: configuration.maxConnectionRatePerAddress)
     }
@@ -61,7 +63,8 @@ final class WebSocketRoute {
         let remote = LWSRead.clientAddress(wsi, trustedProxies: configuration.trustedProxies)
         let connection = ShellConnection(id: id, wsi: wsi, socket: MaskTap.established(wsi), remote: remote,
                                          userAgent: table.intern(userAgent: LWSRead.header(wsi, WSI_TOKEN_HTTP_USER_AGENT)),
-                                         now: now, maxMessageBytes: configuration.maxMessageBytes)
+                                         now: now, maxMessageBytes: configuration.maxMessageBytes,
+                                         budget: MessageBudget(perSecond: configuration.maxMessagesPerSecond, burst: configuration.messageBurst, now: now))
         table.insert(connection)
         metrics.connectionsOpened.increment()
         // Frames sent along with the upgrade request were followed just now.
@@ -101,7 +104,9 @@ final class WebSocketRoute {
         bytesReceived += length
         metrics.bytesIn.increment(by: length)
         let fragment = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
-        switch connection.receiver.receive(fragment, messageEnds: LWSRead.messageEnds(wsi), announced: LWSRead.remainingInFrame(wsi)) {
+        let messageEnds = LWSRead.messageEnds(wsi)
+        defer { if connection.closing == nil { throttle.charge(connection, bytes: length, endsMessage: messageEnds) } }
+        switch connection.receiver.receive(fragment, messageEnds: messageEnds, announced: LWSRead.remainingInFrame(wsi)) {
         case .nothing:
             break
         case .message(let bytes):
@@ -205,6 +210,7 @@ final class WebSocketRoute {
     func closed(_ id: UInt64) {
         guard let connection = table.remove(id) else { return }
         MaskTap.closed(connection.socket)
+        throttle.closed(id)
         let reason = connection.closing.map { "\($0.code) \($0.reason)" } ?? "socket closed"
         metrics.closed(reason: connection.closing.map { $0.reason == "peer closed" ? "client_close" : "server_\($0.code)" } ?? "socket_closed")
         engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
