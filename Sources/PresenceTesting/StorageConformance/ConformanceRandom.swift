@@ -1,0 +1,73 @@
+import PresenceCore
+
+/// Random paths and values for the differential check: few distinct keys so that writes overlap,
+/// keys chosen to sort around one another.
+enum ConformanceRandomWrites {
+    /// "é" twice: precomposed and decomposed, which Swift (and so `Node`) treats as one key.
+    static let keys = ["a", "ab", "a b", "a!", "b", "0", "1", "10", "-1", "\u{E9}", "e\u{301}", "日本", "z~"]
+
+    static func write(_ random: inout ConformanceRandom) -> (Path, Node) {
+        let depth = random.chance(0.03) ? 0 : random.int(1...4)
+        var segments: [String] = []
+        for _ in 0..<depth { segments.append(keys[random.int(0...keys.count - 1)]) }
+        if random.chance(0.15) {
+            segments.append(".priority")
+            let value: Node = switch random.int(0...3) {
+            case 0: .null
+            case 1: Node(.number(Double(random.int(-5...5))))
+            case 2: Node(.string(keys[random.int(0...keys.count - 1)]))
+            default: Node(.bool(true))
+            }
+            return (Path(validated: segments), value)
+        }
+        let value: Node = random.chance(0.3) ? .null : node(&random, depth: random.int(0...2))
+        return (Path(validated: segments), value)
+    }
+
+    static func node(_ random: inout ConformanceRandom, depth: Int) -> Node {
+        let priority: Priority? = switch random.int(0...5) {
+        case 0: .number(Double(random.int(0...3)))
+        case 1: .string("p\(random.int(0...3))")
+        default: nil
+        }
+        if depth == 0 || random.chance(0.4) {
+            let leaf: Leaf = switch random.int(0...5) {
+            case 0: .bool(random.chance(0.5))
+            case 1: .number(Double(random.int(-100...100)))
+            case 2: .number(Double(random.int(-100...100)) / 8 + 0.1)
+            case 3: .string("")
+            case 4: .string("v\u{0}\(random.int(0...9))")
+            default: .string("value \(random.int(0...99))")
+            }
+            return .leaf(leaf, priority: priority)
+        }
+        var children: [String: Node] = [:]
+        for _ in 0..<random.int(1...3) {
+            children[keys[random.int(0...keys.count - 1)]] = node(&random, depth: depth - 1)
+        }
+        return .branch(children, priority: priority)
+    }
+}
+
+/// A small deterministic generator, so that a failure reproduces.
+struct ConformanceRandom {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func int(_ range: ClosedRange<Int>) -> Int {
+        range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
+    }
+
+    mutating func chance(_ probability: Double) -> Bool {
+        Double(next() % 1_000_000) / 1_000_000 < probability
+    }
+}
