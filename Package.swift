@@ -115,7 +115,9 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
-        .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
+        .testTarget(name: "PresenceStorageTests",
+                    dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting",
+                                   .product(name: "GRDBSQLite", package: "GRDB.swift")],
                     swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),

@@ -174,6 +174,13 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
         try SQLiteStore.execute(db, "PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
+    /// Caps the file at its current size plus `extraPages` (nil: lifts the cap); returns the cap.
+    func limitPages(extra extraPages: Int?) throws -> Int {
+        let current = Int(try SQLiteStore.pragma(db, "page_count")) ?? 0
+        let cap = extraPages.map { current + $0 } ?? 4_294_967_294
+        return Int(try SQLiteStore.pragma(db, "max_page_count = \(cap)")) ?? 0
+    }
+
     // MARK: Commit
 
     func commit(_ batches: [StorageBatch]) throws {
