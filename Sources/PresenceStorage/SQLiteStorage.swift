@@ -52,8 +52,9 @@ public final class SQLiteStorage: StorageEngine {
     }
 
     public static let fileName = "presence.sqlite"
-    /// 2 added `limit_usage`; every table is created with IF NOT EXISTS, so 1 upgrades in place.
-    static let schemaVersion = 2
+    /// 2 added `limit_usage`, 3 `session_changes`; every table is created with IF NOT EXISTS, so
+    /// older files upgrade in place.
+    static let schemaVersion = 3
 
     /// The database file.
     public let path: String

@@ -43,6 +43,35 @@ extension SQLiteStore {
             }
         }
 
+        // Changes journalled for large queues since each was stored whole, replayed in order.
+        let changeRows = try SQLiteStatement(db, "SELECT session, change FROM session_changes ORDER BY session, seq")
+        defer { changeRows.finalize() }
+        var positions: [String: Int] = [:]
+        for (position, session) in sessions.enumerated() { positions[session.sessionID] = position }
+        var pending: (session: String, changes: [OnDisconnectChange], identity: String)?
+        func flush() {
+            guard let done = pending, let position = positions[done.session] else { return }
+            sessions[position].ops = StoredSession.replay(done.changes, onto: sessions[position].ops)
+            sessions[position].identity = done.identity
+        }
+        while try changeRows.step() {
+            let session = changeRows.text(0)
+            let text = changeRows.text(1)
+            let decoded: (identity: String, changes: [OnDisconnectChange])
+            do {
+                decoded = try StorageCoding.changes(JSONParser.parse(text))
+            } catch {
+                throw SQLiteStorageError.corrupt("changes of session \(session): \(error)")
+            }
+            if pending?.session != session {
+                flush()
+                pending = (session, [], decoded.identity)
+            }
+            pending!.changes += decoded.changes
+            pending!.identity = decoded.identity
+        }
+        flush()
+
         var heartbeat: Int64?
         var sequence: UInt64?
         let meta = try SQLiteStatement(db, "SELECT key, value FROM meta")

@@ -35,6 +35,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
     let getRow, deleteAt, deleteUnder, hasUnder, insertRow, setPriority, makeBranch: SQLiteStatement
     let insertNamespace, setRulesStatement: SQLiteStatement
     let upsertSession, deleteSession, setMeta: SQLiteStatement
+    let appendSessionChanges, deleteSessionChanges: SQLiteStatement
     let upsertLimitUsage, deleteLimitUsage: SQLiteStatement
     var all: [SQLiteStatement] = []
 
@@ -66,6 +67,13 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
             setRulesStatement = try make("UPDATE namespaces SET rules = ?2 WHERE id = ?1")
             upsertSession = try make("INSERT OR REPLACE INTO sessions(id, record) VALUES (?1, ?2)")
             deleteSession = try make("DELETE FROM sessions WHERE id = ?1")
+            // The next number of a stored session's changes; nothing for a session not stored.
+            appendSessionChanges = try make("""
+                INSERT INTO session_changes(session, seq, change)
+                SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM session_changes WHERE session = ?1), ?2
+                WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)
+                """)
+            deleteSessionChanges = try make("DELETE FROM session_changes WHERE session = ?1")
             setMeta = try make("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)")
             upsertLimitUsage = try make(
                 "INSERT OR REPLACE INTO limit_usage(ns, limit_name, uid, count, cooldown_started) VALUES (?1, ?2, ?3, ?4, ?5)")
@@ -154,6 +162,12 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
                 cooldown_started INTEGER,
                 PRIMARY KEY (ns, limit_name, uid)
             ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS session_changes(
+                session TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                change TEXT NOT NULL,
+                PRIMARY KEY (session, seq)
+            ) WITHOUT ROWID;
             PRAGMA user_version = \(SQLiteStorage.schemaVersion);
             COMMIT;
             """)
@@ -213,9 +227,17 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
                         upsertSession.bind(1, text: session.sessionID)
                         upsertSession.bind(2, text: JSONWriter.string(StorageCoding.json(session)))
                         try upsertSession.run()
+                        deleteSessionChanges.bind(1, text: session.sessionID)
+                        try deleteSessionChanges.run()
+                    case let .changeSessionOps(sessionID, identity, changes):
+                        appendSessionChanges.bind(1, text: sessionID)
+                        appendSessionChanges.bind(2, text: JSONWriter.string(StorageCoding.json(identity: identity, changes: changes)))
+                        try appendSessionChanges.run()
                     case .removeSession(let sessionID):
                         deleteSession.bind(1, text: sessionID)
                         try deleteSession.run()
+                        deleteSessionChanges.bind(1, text: sessionID)
+                        try deleteSessionChanges.run()
                     case .heartbeat(let time):
                         heartbeat = time
                     case let .setLimitUsage(key, stored):

@@ -23,18 +23,6 @@ extension Engine {
         journal?.mutations.append(mutation)
     }
 
-    /// A live connection's ops changed: store them (or forget the session when none are left).
-    func recordLiveSession(_ id: ConnectionID) {
-        guard journal != nil, let connection = connections[id] else { return }
-        if connection.onDisconnect.isEmpty {
-            record(.removeSession(sessionID: connection.sessionID))
-        } else {
-            record(.upsertSession(StoredSession(
-                sessionID: connection.sessionID, namespace: connection.namespace,
-                identity: connection.credentials.identity, ops: connection.onDisconnect.ops)))
-        }
-    }
-
     func recordHeld(_ entry: HeldOps) {
         record(.upsertSession(StoredSession(
             sessionID: entry.sessionID, namespace: entry.namespace, identity: entry.identity,
@@ -51,6 +39,7 @@ extension Engine {
         for (name, tree) in state.namespaces {
             let ns = namespace(name)
             ns.root = tree
+            noteHoldsData(ns)
             // The one scan: rebuild who is online from the stored tree.
             if let online = configuration.onlineIndex { ns.onlineIndex.update(after: .root, root: tree, configuration: online) }
         }
@@ -62,6 +51,7 @@ extension Engine {
                 ns.ownRules = rules
                 ns.ownRulesText = text
                 ns.policy = rules
+                noteHoldsData(ns)
             } catch {
                 failures.append((name, error.description))
             }

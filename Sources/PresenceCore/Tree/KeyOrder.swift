@@ -33,6 +33,29 @@ public enum KeyOrder {
     }
 
     public static func sortedKeys<S: Sequence>(_ keys: S) -> [String] where S.Element == String {
-        keys.sorted(by: less)
+        var decorated = keys.map { (key: $0, int: intValue($0)) }
+        decorated.sort(by: less)
+        return decorated.map(\.key)
+    }
+
+    /// The entries of a dictionary in key order. Each key is read as an integer once, not at every
+    /// comparison (serializing 50,000 children spent most of its time parsing keys again).
+    public static func sorted<Value>(_ entries: [String: Value]) -> [(key: String, value: Value)] {
+        var decorated = entries.map { (key: $0.key, int: intValue($0.key), value: $0.value) }
+        decorated.sort { less(($0.key, $0.int), ($1.key, $1.int)) }
+        return decorated.map { ($0.key, $0.value) }
+    }
+
+    /// `less` on keys whose integer values are already known.
+    @inline(__always)
+    static func less(_ a: (key: String, int: Int32?), _ b: (key: String, int: Int32?)) -> Bool {
+        switch (a.int, b.int) {
+        case let (x?, y?):
+            if x != y { return x < y }
+            return a.key.utf8.count < b.key.utf8.count
+        case (.some, nil): return true
+        case (nil, .some): return false
+        case (nil, nil): return a.key != b.key && a.key.utf16.lexicographicallyPrecedes(b.key.utf16)
+        }
     }
 }

@@ -90,7 +90,7 @@ extension Node {
             return leaf.json
         case let .branch(children, priority):
             if children.isEmpty { return .null }
-            var members = KeyOrder.sortedKeys(children.keys).map { ($0, children[$0]!.json(exportFormat: exportFormat)) }
+            var members = KeyOrder.sorted(children).map { ($0.key, $0.value.json(exportFormat: exportFormat)) }
             if exportFormat, let priority { members.append((".priority", priority.json)) }
             return .object(members)
         }
@@ -113,12 +113,12 @@ extension Node {
             if children.isEmpty { out += "null"; return }
             out += "{"
             var first = true
-            for key in KeyOrder.sortedKeys(children.keys) {
+            for (key, child) in KeyOrder.sorted(children) {
                 if !first { out += "," }
                 first = false
                 JSONWriter.writeString(key, into: &out)
                 out += ":"
-                children[key]!.writeJSON(into: &out, exportFormat: exportFormat)
+                child.writeJSON(into: &out, exportFormat: exportFormat)
             }
             if exportFormat, let priority {
                 out += ",\".priority\":"

@@ -48,6 +48,52 @@ extension ConformanceHarness {
         }
     }
 
+    /// Changes journalled for a large queue (`changeSessionOps`): applied to the stored session in
+    /// order, across commits, group commits, a whole upsert in between, a removal, and a reopen.
+    func sessionChanges() throws {
+        let alice = Credentials.user(auth: ["uid": "alice"], expiresAt: 1_700_000_000_000)
+        func value(_ n: Int) -> JSON { ["online": false, "room": ["id": .number(Double(n)), "at": [".sv": "timestamp"]]] }
+        let base = (0..<40).map { OnDisconnectOp(path: Path(validated: ["rooms", "r\($0)", "alice"]), value: value($0), credentials: alice) }
+        let big = StoredSession(sessionID: "big", namespace: "db", identity: "uid:alice", ops: base)
+        let small = StoredSession(sessionID: "small", namespace: "db", identity: "anonymous",
+                                  ops: [OnDisconnectOp(path: try Path("/x"), value: 1, credentials: .unauthenticated)])
+        try commit([StorageBatch(mutations: [.upsertSession(big), .upsertSession(small)])])
+        var random = ConformanceRandom(seed: 0x0D15C0)
+        for round in 0..<40 {
+            var changes: [OnDisconnectChange] = []
+            for _ in 0..<random.int(1...4) {
+                let room = Path(validated: ["rooms", "r\(random.int(0...49))"])
+                if random.chance(0.35) {
+                    // A cancel below an op splits it; one at or above an op forgets it.
+                    let below = random.chance(0.5) ? ["alice", "room", "id"] : []
+                    changes.append(.cancel(Path(validated: room.segments + below)))
+                } else {
+                    let credentials = random.chance(0.5) ? alice : .admin
+                    changes.append(.set(OnDisconnectOp(path: room.child("alice"), value: value(round), credentials: credentials)))
+                }
+            }
+            sequence += 1
+            let identity = round % 3 == 0 ? "uid:alice" : "uid:alice2"
+            try commit([StorageBatch(sequence: sequence, mutations: [.changeSessionOps(sessionID: "big", identity: identity, changes: changes)])])
+            if round == 15, let current = reference.sessions.first(where: { $0.sessionID == "big" }) {
+                // Stored whole again (as the core does once changes outnumber ops): earlier changes are folded in.
+                try commit([StorageBatch(mutations: [.upsertSession(current)])])
+            }
+            if round == 25, isDurable { try reopenEngine() }
+        }
+        // Changes for a session that is not stored change nothing.
+        try commit([StorageBatch(mutations: [.changeSessionOps(sessionID: "absent", identity: "x", changes: [.cancel(.root)])])])
+        // One group commit: a change, the removal, a new session and its changes.
+        try commit([
+            StorageBatch(sequence: 100, mutations: [.changeSessionOps(sessionID: "big", identity: "uid:alice", changes: [.cancel(try Path("/rooms/r1"))])]),
+            StorageBatch(sequence: 101, mutations: [.removeSession(sessionID: "big")]),
+            StorageBatch(sequence: 102, mutations: [.upsertSession(StoredSession(sessionID: "big", namespace: "db", identity: "uid:alice", ops: base))]),
+            StorageBatch(sequence: 103, mutations: [.changeSessionOps(sessionID: "big", identity: "uid:alice", changes: [.cancel(try Path("/rooms/r2/alice/room"))])]),
+        ])
+        #expect(try engine.load().sessions.first { $0.sessionID == "big" }?.ops.count == 40)
+        if isDurable { try reopenEngine() }
+    }
+
     func rules() throws {
         let document = #"{"rules": {".read": "auth != null", "users": {"$uid": {".write": "$uid === auth.uid"}}}}"#
         try commit([StorageBatch(mutations: [.setRules(namespace: "db", document: document)])])

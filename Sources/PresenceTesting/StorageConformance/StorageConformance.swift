@@ -22,6 +22,7 @@ public struct StorageConformance: Sendable {
         case randomWrites
         case multipleNamespaces
         case sessions
+        case sessionChanges
         case rules
         case heartbeatAndSequence
         case groupCommit
@@ -66,6 +67,7 @@ public struct StorageConformance: Sendable {
         case .randomWrites: try harness.randomWrites()
         case .multipleNamespaces: try harness.multipleNamespaces()
         case .sessions: try harness.sessions()
+        case .sessionChanges: try harness.sessionChanges()
         case .rules: try harness.rules()
         case .heartbeatAndSequence: try harness.heartbeatAndSequence()
         case .groupCommit: try harness.groupCommit()
