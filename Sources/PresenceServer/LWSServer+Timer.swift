@@ -14,6 +14,7 @@ extension LWSServer {
         }
         perform(engine.drainEffects(), barrier: barrier)
         recordLimitEvents()
+        for notice in engine.takeNotices() { logger.warning("\(notice)") }
         armEngineTimer()
         return barrier
     }

@@ -143,7 +143,8 @@ public final class RESTHandler {
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .error(400, error.description) }
-        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true) {
+        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
+                           shallow: request.query["shallow"] == "true") {
         case .failure(let error): return Self.response(for: error)
         case .success(let node):
             var headers: [(String, String)] = []
@@ -234,7 +235,8 @@ public final class RESTHandler {
         let (_, message) = WireStatus.status(for: error)
         switch error {
         case .permissionDenied, .invalidToken, .expiredToken: return .error(401, message)
-        case .invalidData, .tooBig: return .error(400, message)
+        case .invalidData: return .error(400, message)
+        case .tooBig: return .error(413, message)
         case .dataStale: return .error(412, message)
         case .notSupported: return .error(501, message)
         case .unavailable: return .error(503, message)
