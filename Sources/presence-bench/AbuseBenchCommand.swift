@@ -36,10 +36,13 @@ struct AbuseBenchCommand: ParsableCommand {
     /// Reads that depend on `auth` (so a new identity re-checks listens); everything else open.
     static let rules = try! RuleSet.load(text: #"{"rules": {".read": "auth != null", ".write": true}}"#, source: "bench")
 
-    /// The engine with the default limits raised past `count`, to see the cost grow unbounded.
+    @Option(help: "The read budget (--max-read-bytes) for bigread and online.")
+    var maxReadBytes = EngineLimits.default.maxReadBytes
+
+    /// The engine with the per-connection limits raised past `count`, to see the cost grow unbounded.
     func makeEngine() -> Engine {
         let limits = EngineLimits(maxListensPerConnection: .max, maxOnDisconnectOps: .max, maxOnDisconnectBytes: .max,
-                                  maxReadBytes: 256 * 1_048_576, maxNamespaces: .max)
+                                  maxReadBytes: maxReadBytes, maxNamespaces: .max)
         return Engine(configuration: Engine.Configuration(limits: limits), verifier: Verifier(), policy: Self.rules,
                       makeSessionID: { UUID().uuidString })
     }

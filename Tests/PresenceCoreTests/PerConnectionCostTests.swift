@@ -108,3 +108,13 @@ import Testing
         #expect(held.ops.contains { $0.path.description == "/u/k8" } == false)
     }
 }
+
+/// Memory per connection is a measured target (docs/performance.md): the per-connection records
+/// must not grow by accident (an unboxed trie made every connection's queue 104 bytes).
+@Suite struct ConnectionMemoryTests {
+    @Test func perConnectionRecordsStaySmall() {
+        #expect(MemoryLayout<OnDisconnectQueue>.size == 8)
+        #expect(MemoryLayout<ListenTable>.size == 16)
+        #expect(MemoryLayout<Listener>.size <= 40)
+    }
+}

@@ -91,7 +91,7 @@ public final class Engine {
     public func setPolicy(_ policy: any AccessPolicy, now: Int64) {
         defaultPolicy = policy
         for ns in namespaces.values where ns.ownRules == nil { ns.policy = policy }
-        for id in connections.keys.sorted() { revokeUnreadableListens(id, now: now) }
+        for id in connections.keys.sorted() where connections[id]!.listens.count > 0 { revokeUnreadableListens(id, now: now) }
     }
 
     /// Gives one namespace its own rules (REST `PUT /.settings/rules.json?ns=…`), atomically.
@@ -102,9 +102,10 @@ public final class Engine {
         ns.policy = rules
         noteHoldsData(ns)
         record(.setRules(namespace: name, document: text))
-        for (id, connection) in connections.sorted(by: { $0.key < $1.key }) where connection.namespace == name {
-            revokeUnreadableListens(id, now: now)
-        }
+        // Only this namespace's connections with listens are put in order (a PUT of one namespace's
+        // rules used to sort every connection of the server).
+        let affected = connections.filter { $0.value.namespace == name && $0.value.listens.count > 0 }.keys.sorted()
+        for id in affected { revokeUnreadableListens(id, now: now) }
     }
 
     /// The rules in force for a namespace: the uploaded text if it has its own, else the default

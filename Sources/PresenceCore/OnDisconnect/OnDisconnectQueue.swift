@@ -32,9 +32,10 @@ public enum OnDisconnectChange: Sendable, Equatable {
 public struct OnDisconnectQueue: Sendable, Equatable {
     static let maxListed = 32
 
+    /// One pointer either way (the trie is boxed), so a connection pays 8 bytes for its queue.
     private enum Storage: Sendable {
         case listed([OnDisconnectOp])
-        case indexed(OnDisconnectIndex)
+        indirect case indexed(OnDisconnectIndex)
     }
 
     private var storage: Storage = .listed([])
