@@ -58,6 +58,54 @@ import Testing
         #expect(tree.estimatedShallowJSONBytes(within: 100_000) != nil)
     }
 
+    /// Sorting many keys (precomputed integers, ASCII compared as bytes) gives the pairwise order.
+    @Test func manyKeysSortAsThePairwiseOrderSays() {
+        var random = OnDisconnectIndexTests.Random(state: 42)
+        let pieces = ["a", "B", "z", "0", "1", "-", "é", "e\u{301}", "日本", "😀", "\u{FFFD}", "~", " "]
+        for _ in 0..<20 {
+            var keys: Set<String> = ["-0", "00", "0", "10", "2", "-2147483648", "2147483648", "007"]
+            while keys.count < 200 {
+                keys.insert((0..<(1 + random.int(4))).map { _ in pieces[random.int(pieces.count)] }.joined())
+            }
+            let expected = Array(keys).sorted(by: KeyOrder.less)
+            let sorted = KeyOrder.sortedKeys(keys)
+            // Keys the order calls equal (e.g. "-0" and "00") may come in either order.
+            #expect(zip(sorted, expected).allSatisfy { !KeyOrder.less($0, $1) && !KeyOrder.less($1, $0) })
+            let entries = Dictionary(uniqueKeysWithValues: keys.map { ($0, $0.count) })
+            #expect(KeyOrder.sorted(entries).map(\.key) == sorted || zip(KeyOrder.sorted(entries).map(\.key), expected)
+                .allSatisfy { !KeyOrder.less($0, $1) && !KeyOrder.less($1, $0) })
+        }
+    }
+
+    /// The byte writer gives exactly what `JSONWriter` writes for the node's JSON.
+    @Test func nodesSerializeAsTheirJSON() {
+        var random = OnDisconnectIndexTests.Random(state: 9)
+        let strings = ["", "a", "é\"\\\n\u{1}\u{1F}\u{7F}", "😀", "\u{0}x", "k", "日本"]
+        func leaf() -> Leaf {
+            switch random.int(6) {
+            case 0: return .bool(random.int(2) == 0)
+            case 1: return .number(Double(random.int(2_000_000)) - 1_000_000)
+            case 2: return .number([0.1, -0.0, 1e300, -2.5e-8, 9_007_199_254_740_993, 12_345.678][random.int(6)])
+            default: return .string(strings[random.int(strings.count)])
+            }
+        }
+        func node(_ depth: Int) -> Node {
+            let priority: Priority? = random.int(3) == 0 ? (random.int(2) == 0 ? .number(Double(random.int(9))) : .string("p")) : nil
+            if depth == 0 || random.int(3) == 0 { return .leaf(leaf(), priority: priority) }
+            var children: [String: Node] = [:]
+            for _ in 0..<(1 + random.int(depth == 1 ? 30 : 4)) {
+                children[random.int(3) == 0 ? String(random.int(50)) : strings[random.int(strings.count)] + "\(random.int(40))"] = node(depth - 1)
+            }
+            return .branch(children, priority: priority)
+        }
+        for _ in 0..<200 {
+            let value = node(3)
+            for export in [false, true] {
+                #expect(value.jsonString(exportFormat: export) == JSONWriter.string(value.json(exportFormat: export)))
+            }
+        }
+    }
+
     /// `QueryWindow` (selection) against `QuerySpec.apply` (sort everything) on random data.
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
     func selectionGivesTheSameResultAsSorting(_ seed: UInt64) {

@@ -41,9 +41,13 @@ extension Engine {
             }
         }
         var queryChanges: [QueryKey: QueryChange] = [:]
+        var lastQuery: QueryKey?
         for listener in affected {
             guard let spec = listener.query else { continue }
+            // Listeners of one query come together from the trie: skip the hashing for repeats.
+            if let lastQuery, lastQuery.spec == spec, lastQuery.path == listener.path { continue }
             let key = QueryKey(path: listener.path, spec: spec)
+            lastQuery = key
             if queryChanges[key] == nil { queryChanges[key] = Self.change(of: key, by: writePaths, root: ns.root) }
         }
 
@@ -59,27 +63,30 @@ extension Engine {
         var messages: [(Outbound, [ConnectionID])] = []
         var plainIndex: [String: Int] = [:]
         var keyByListenPath: [Path: String] = [:]
-        var queryResults: [QueryKey: Node?] = [:]
-        var queryIndex: [QueryKey: [Int?: Int]] = [:]
+        // Per filtered query: its result (nil: nothing it shows changed) and its message per tag.
+        var queryPushes: [QueryKey: (result: Node?, messageByTag: [Int?: Int])] = [:]
+        var current: (key: QueryKey, result: Node?, messageByTag: [Int?: Int])?
         // Listeners of one path come together from the trie: look at the previous one first.
         var previous: (path: Path, key: String)?
         for listener in affected {
             if let spec = listener.query {
-                let key = QueryKey(path: listener.path, spec: spec)
-                let result: Node?
-                if let known = queryResults[key] {
-                    result = known
-                } else {
-                    result = queryChanges[key]!.mayChange(spec, at: ns.root.node(at: listener.path))
-                        ? QueryWindow.result(of: spec, at: ns.root.node(at: listener.path)) : nil
-                    if result != nil { counters.queryResultsComputed += 1 }
-                    queryResults[key] = .some(result)
+                if current == nil || current!.key.spec != spec || current!.key.path != listener.path {
+                    if let done = current { queryPushes[done.key] = (done.result, done.messageByTag) }
+                    let key = QueryKey(path: listener.path, spec: spec)
+                    if let known = queryPushes[key] {
+                        current = (key, known.result, known.messageByTag)
+                    } else {
+                        let location = ns.root.node(at: listener.path)
+                        let result = queryChanges[key]!.mayChange(spec, at: location) ? QueryWindow.result(of: spec, at: location) : nil
+                        if result != nil { counters.queryResultsComputed += 1 }
+                        current = (key, result, [:])
+                    }
                 }
-                guard let result else { continue }
-                if let at = queryIndex[key]?[listener.tag] {
+                guard let result = current!.result else { continue }
+                if let at = current!.messageByTag[listener.tag] {
                     messages[at].1.append(listener.connection)
                 } else {
-                    queryIndex[key, default: [:]][listener.tag] = messages.count
+                    current!.messageByTag[listener.tag] = messages.count
                     messages.append((.data(path: listener.path, value: result, tag: listener.tag), [listener.connection]))
                 }
                 continue

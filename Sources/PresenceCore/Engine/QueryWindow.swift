@@ -44,17 +44,34 @@ enum QueryWindow {
         func worse(_ a: Candidate, _ b: Candidate) -> Bool { largest ? less(a, b, index: index) : less(b, a, index: index) }
         var heap: [Candidate] = []
         heap.reserveCapacity(min(count, children.count))
-        for (key, child) in children where spec.contains(key, child) {
-            let candidate = Candidate(key: key, node: child, value: QueryOrder.Indexed(child, index))
-            if heap.count < count {
-                heap.append(candidate)
-                siftUp(&heap, heap.count - 1, worse)
-            } else if worse(heap[0], candidate) {
-                heap[0] = candidate
+        let ranged = spec.start != nil || spec.end != nil
+        for (key, child) in children {
+            if ranged && !spec.contains(key, child) { continue }
+            let value = QueryOrder.Indexed(child, index)
+            if heap.count == count {
+                // Most children lose to the worst one kept: decide that before building a candidate.
+                let top = heap[0]
+                if index != .key {
+                    let byValue = QueryOrder.compare(value, top.value)
+                    if byValue != 0 ? (byValue > 0) != largest : !beats(key, top.key, largest: largest) { continue }
+                } else if !beats(key, top.key, largest: largest) {
+                    continue
+                }
+                heap[0] = Candidate(key: key, node: child, value: value)
                 siftDown(&heap, 0, worse)
+            } else {
+                heap.append(Candidate(key: key, node: child, value: value))
+                siftUp(&heap, heap.count - 1, worse)
             }
         }
         return heap
+    }
+
+    /// Whether a key beats the kept one on a tie of values: smaller keys win for the first ones,
+    /// larger for the last.
+    private static func beats(_ key: String, _ kept: String, largest: Bool) -> Bool {
+        let order = QueryOrder.compareNames(key, kept)
+        return largest ? order > 0 : order < 0
     }
 
     /// Max-heap by `worse`: the worst candidate at the top.
