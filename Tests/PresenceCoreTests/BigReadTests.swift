@@ -60,7 +60,7 @@ import Testing
 
     /// Sorting many keys (precomputed integers, ASCII compared as bytes) gives the pairwise order.
     @Test func manyKeysSortAsThePairwiseOrderSays() {
-        var random = OnDisconnectIndexTests.Random(state: 42)
+        var random = SeededRandom(seed: 42)
         let pieces = ["a", "B", "z", "0", "1", "-", "é", "e\u{301}", "日本", "😀", "\u{FFFD}", "~", " "]
         for _ in 0..<20 {
             var keys: Set<String> = ["-0", "00", "0", "10", "2", "-2147483648", "2147483648", "007"]
@@ -79,7 +79,7 @@ import Testing
 
     /// The byte writer gives exactly what `JSONWriter` writes for the node's JSON.
     @Test func nodesSerializeAsTheirJSON() {
-        var random = OnDisconnectIndexTests.Random(state: 9)
+        var random = SeededRandom(seed: 9)
         let strings = ["", "a", "é\"\\\n\u{1}\u{1F}\u{7F}", "😀", "\u{0}x", "k", "日本"]
         func leaf() -> Leaf {
             switch random.int(6) {
@@ -109,7 +109,7 @@ import Testing
     /// `QueryWindow` (selection) against `QuerySpec.apply` (sort everything) on random data.
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
     func selectionGivesTheSameResultAsSorting(_ seed: UInt64) {
-        var random = OnDisconnectIndexTests.Random(state: seed)
+        var random = SeededRandom(seed: seed)
         var children: [String: Node] = [:]
         for index in 0..<(50 + random.int(200)) {
             let key = random.int(4) == 0 ? String(random.int(40)) : "k\(random.int(300))"

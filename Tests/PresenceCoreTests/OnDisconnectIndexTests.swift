@@ -1,3 +1,4 @@
+import PresenceTesting
 import Testing
 @testable import PresenceCore
 
@@ -5,26 +6,14 @@ import Testing
 /// `OnDisconnectQueue.maxListed`) must hold the same ops in the same order after any sequence of
 /// sets and cancels, give the same result when run, and count the same bytes.
 @Suite struct OnDisconnectIndexTests {
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func int(_ upper: Int) -> Int { Int(next() % UInt64(upper)) }
-    }
-
     static let keys = ["a", "b", "c", "d"]
     let who = Credentials.user(auth: ["uid": "u"], expiresAt: nil)
 
-    func path(_ random: inout Random) -> Path {
+    func path(_ random: inout SeededRandom) -> Path {
         Path(validated: (0..<random.int(4)).map { _ in Self.keys[random.int(Self.keys.count)] })
     }
 
-    func value(_ random: inout Random, depth: Int = 0) -> JSON {
+    func value(_ random: inout SeededRandom, depth: Int = 0) -> JSON {
         switch random.int(depth > 1 ? 3 : 6) {
         case 0: return .number(Double(random.int(100)))
         case 1: return .string("v\(random.int(10))")
@@ -56,7 +45,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func theListAndTheTrieAgreeOnEverySequence(_ seed: UInt64) {
-        var random = Random(state: seed)
+        var random = SeededRandom(seed: seed)
         var list: [OnDisconnectOp] = []
         var index = OnDisconnectIndex([])
         var listBytes = 0, indexBytes = 0

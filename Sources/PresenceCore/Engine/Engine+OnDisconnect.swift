@@ -6,13 +6,10 @@ extension Engine {
     func registerOnDisconnect(_ id: ConnectionID, path: Path, updates: [Request.Update], isMerge: Bool, now: Int64) -> Result<Void, EngineError> {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
         let ns = namespace(connection.namespace)
-        var writes: [(Path, Node)] = []
-        do {
-            for update in updates {
-                writes.append(try prepare(update.value, at: path.appending(update.path), in: ns, now: now))
-            }
-        } catch {
-            return .failure(EngineError(error))
+        let writes: [(Path, Node)]
+        switch prepare(updates, under: path, in: ns, now: now) {
+        case .success(let prepared): writes = prepared
+        case .failure(let error): return .failure(error)
         }
         guard mayWrite(writes, credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)

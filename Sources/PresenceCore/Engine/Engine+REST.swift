@@ -33,16 +33,17 @@ extension Engine {
     {
         let ns = namespace(name)
         defer { releaseIfIdle(ns) }
-        var writes: [(Path, Node)] = []
-        do {
-            switch operation {
-            case .set(let json):
-                writes.append(try prepare(json, at: path, in: ns, now: now))
-            case .update(let children):
-                for child in children { writes.append(try prepare(child.value, at: path.appending(child.path), in: ns, now: now)) }
-            }
-        } catch {
-            return .failure(EngineError(error))
+        let prepared: Result<[(Path, Node)], EngineError>
+        switch operation {
+        case .set(let json):
+            do { prepared = .success([try prepare(json, at: path, in: ns, now: now)]) } catch { prepared = .failure(EngineError(error)) }
+        case .update(let children):
+            prepared = prepare(children, under: path, in: ns, now: now)
+        }
+        let writes: [(Path, Node)]
+        switch prepared {
+        case .success(let all): writes = all
+        case .failure(let error): return .failure(error)
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
         if let refusal = useWriteLimits(writes.map(\.0), credentials: credentials, in: ns, now: now) { return .failure(refusal) }

@@ -19,6 +19,17 @@ extension Engine {
         return (path, try Node(json: resolved, at: path))
     }
 
+    /// Prepares each update of a merge under `path`, all or nothing.
+    func prepare(_ updates: [Request.Update], under path: Path, in ns: Namespace, now: Int64) -> Result<[(Path, Node)], EngineError> {
+        var writes: [(Path, Node)] = []
+        for update in updates {
+            do { writes.append(try prepare(update.value, at: path.appending(update.path), in: ns, now: now)) } catch {
+                return .failure(EngineError(error))
+            }
+        }
+        return .success(writes)
+    }
+
     func mayWrite(_ writes: [(Path, Node)], credentials: Credentials, in ns: Namespace, now: Int64) -> Bool {
         if credentials.isAdmin { return true }
         counters.ruleChecks += 1
@@ -59,13 +70,10 @@ extension Engine {
     func merge(_ id: ConnectionID, path: Path, children: [Request.Update], now: Int64) -> Result<Void, EngineError> {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
         let ns = namespace(connection.namespace)
-        var writes: [(Path, Node)] = []
-        do {
-            for child in children {
-                writes.append(try prepare(child.value, at: path.appending(child.path), in: ns, now: now))
-            }
-        } catch {
-            return .failure(EngineError(error))
+        let writes: [(Path, Node)]
+        switch prepare(children, under: path, in: ns, now: now) {
+        case .success(let prepared): writes = prepared
+        case .failure(let error): return .failure(error)
         }
         guard mayWrite(writes, credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)

@@ -58,7 +58,7 @@ extension ConformanceHarness {
         let small = StoredSession(sessionID: "small", namespace: "db", identity: "anonymous",
                                   ops: [OnDisconnectOp(path: try Path("/x"), value: 1, credentials: .unauthenticated)])
         try commit([StorageBatch(mutations: [.upsertSession(big), .upsertSession(small)])])
-        var random = ConformanceRandom(seed: 0x0D15C0)
+        var random = SeededRandom(seed: 0x0D15C0)
         for round in 0..<40 {
             var changes: [OnDisconnectChange] = []
             for _ in 0..<random.int(1...4) {

@@ -110,7 +110,7 @@ extension ConformanceHarness {
     }
 
     func randomWrites(seed: UInt64 = 0x5eed, commits total: Int = 150) throws {
-        var random = ConformanceRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         var commits = 0
         while commits < total {
             var batches: [StorageBatch] = []

@@ -6,7 +6,7 @@ enum ConformanceRandomWrites {
     /// "é" twice: precomposed and decomposed, which Swift (and so `Node`) treats as one key.
     static let keys = ["a", "ab", "a b", "a!", "b", "0", "1", "10", "-1", "\u{E9}", "e\u{301}", "日本", "z~"]
 
-    static func write(_ random: inout ConformanceRandom) -> (Path, Node) {
+    static func write(_ random: inout SeededRandom) -> (Path, Node) {
         let depth = random.chance(0.03) ? 0 : random.int(1...4)
         var segments: [String] = []
         for _ in 0..<depth { segments.append(keys[random.int(0...keys.count - 1)]) }
@@ -24,7 +24,7 @@ enum ConformanceRandomWrites {
         return (Path(validated: segments), value)
     }
 
-    static func node(_ random: inout ConformanceRandom, depth: Int) -> Node {
+    static func node(_ random: inout SeededRandom, depth: Int) -> Node {
         let priority: Priority? = switch random.int(0...5) {
         case 0: .number(Double(random.int(0...3)))
         case 1: .string("p\(random.int(0...3))")
@@ -46,28 +46,5 @@ enum ConformanceRandomWrites {
             children[keys[random.int(0...keys.count - 1)]] = node(&random, depth: depth - 1)
         }
         return .branch(children, priority: priority)
-    }
-}
-
-/// A small deterministic generator, so that a failure reproduces.
-struct ConformanceRandom {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func int(_ range: ClosedRange<Int>) -> Int {
-        range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
-    }
-
-    mutating func chance(_ probability: Double) -> Bool {
-        Double(next() % 1_000_000) / 1_000_000 < probability
     }
 }
