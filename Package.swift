@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "presence-server", targets: ["presence-server"]),
         .executable(name: "presence-client", targets: ["presence-client"]),
         .executable(name: "presence-bench", targets: ["presence-bench"]),
+        .executable(name: "presence-redis-bench", targets: ["presence-redis-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -29,6 +30,19 @@ let package = Package(
             path: "Sources/CLibWebSockets",
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibUV",
+            path: "Sources/CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        // hiredis 0.14.1 and libuv, with our own hiredis-on-libuv adapter (shim.h says why). No
+        // pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CHiredis",
+            path: "Sources/CHiredis",
+            providers: [.apt(["libhiredis-dev", "libuv1-dev"])]
         ),
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
@@ -54,16 +68,42 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Redis for scale-out (docs/scaling.md): a client on the server's libuv loop (reconnects,
+        // timeouts, scripts) and the design's Lua scripts behind a Swift API (log, leases, sessions,
+        // snapshots).
+        .target(
+            name: "PresenceRedis",
+            dependencies: ["CHiredis", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
         .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
+        // A tap on what lws reads, for the one thing lws 4.1.6 does not expose: whether a client's
+        // frame was masked (RFC 6455 §5.1). It defines recv and SSL_read for the process.
+        .target(
+            name: "CPresenceTap", path: "Sources/CPresenceTap",
+            linkerSettings: [
+                .linkedLibrary("dl"),
+                // lws references them from its shared library: export them from the executable.
+                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv", "-Xlinker", "--export-dynamic-symbol=SSL_read"]),
+            ]
+        ),
+        // One event loop: a libuv loop the process owns, lws on it, timers, a cross-thread inbox,
+        // shutdown. Shared by the server and any other event source on its thread.
+        .target(name: "PresenceLoop", dependencies: ["CLibWebSockets", "CLibUV"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.
         .target(
             name: "PresenceServer",
             dependencies: [
-                "PresenceCore", "PresenceWire", "CLibWebSockets",
+                "PresenceCore", "PresenceWire", "PresenceLoop", "CLibWebSockets", "CPresenceTap",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            // The operator dashboard, embedded at build time (AdminDashboard.swift says why).
+            resources: [
+                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/chart.js"), .embedInCode("Dashboard/dashboard.js"),
             ],
             swiftSettings: strict
         ),
@@ -102,6 +142,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // SEQ round trip and Redis CPU per write through PresenceRedis (bench/redis-seq.sh).
+        .executableTarget(
+            name: "presence-redis-bench",
+            dependencies: [
+                "PresenceRedis", "CHiredis",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
@@ -114,11 +163,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
+        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore", "PresenceWire", "PresenceTesting"],
+                    swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests",
                     dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting",
                                    .product(name: "GRDBSQLite", package: "GRDB.swift")],
                     swiftSettings: strict),
+        .testTarget(name: "PresenceServerTests", dependencies: ["PresenceServer", "PresenceCore", "PresenceWire", "PresenceTesting", "CPresenceTap"],
+                    swiftSettings: strict),
+        .testTarget(name: "PresenceLoopTests", dependencies: ["PresenceLoop", "CLibWebSockets", "CLibUV", "CHiredis"], swiftSettings: strict),
+        // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
+        .testTarget(name: "PresenceRedisTests", dependencies: ["PresenceRedis", "CHiredis"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
     ],

@@ -1,7 +1,7 @@
-/// A small deterministic generator (splitmix64) for randomized tests, so that a failure reproduces
-/// from its seed.
-public struct SeededRandom: Sendable {
-    public var state: UInt64
+/// A small deterministic random number generator (SplitMix64), so that a randomized test that
+/// fails can be replayed from its seed.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
 
     public init(seed: UInt64) { state = seed }
 
@@ -12,7 +12,11 @@ public struct SeededRandom: Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
 
+extension SeededRandom {
+    /// A number in `range`: `next()` modulo its width (the sequence the storage conformance and the
+    /// engine's randomized tests replay from their seeds).
     public mutating func int(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
     }

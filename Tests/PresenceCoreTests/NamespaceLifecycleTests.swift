@@ -91,3 +91,32 @@ import Testing
         }
     }
 }
+
+/// While the shell's storage cannot commit (a full disk), writes are refused with `unavailable`
+/// and nothing is applied; reads go on; once storage is back, writes are accepted again.
+@Suite struct StorageUnavailableTests {
+    @Test func writesAreRefusedWhileStorageIsDown() throws {
+        let harness = EngineHarness()
+        harness.engine.enableJournal()
+        let id = harness.connect()
+        harness.request(1, "p", #"{"p":"/a","d":1}"#, from: id)
+        _ = harness.take(id)
+        _ = harness.engine.takeJournal()
+        harness.engine.setStorageUnavailable("disk full")
+        harness.request(2, "p", #"{"p":"/a","d":2}"#, from: id)
+        harness.request(3, "m", #"{"p":"/","d":{"b":1}}"#, from: id)
+        harness.request(4, "o", #"{"p":"/a","d":0}"#, from: id)
+        let refused = harness.take(id)
+        #expect(refused.count == 3 && refused.allSatisfy { $0.contains(#""s":"unavailable""#) && $0.contains("disk full") })
+        guard case .failure(.unavailable) = harness.engine.write(.set(3), at: try Path("/a"), namespace: "test", credentials: .admin, now: 0) else {
+            Issue.record("a REST write was accepted while storage was down")
+            return
+        }
+        #expect(harness.engine.takeJournal() == nil, "nothing applied, nothing to store")
+        harness.request(5, "g", #"{"p":"/a","q":{}}"#, from: id)
+        #expect(harness.take(id).last == #"{"t":"d","d":{"r":5,"b":{"s":"ok","d":1}}}"#)
+        harness.engine.setStorageUnavailable(nil)
+        harness.request(6, "p", #"{"p":"/a","d":2}"#, from: id)
+        #expect(harness.take(id).last?.contains(#""s":"ok""#) == true)
+    }
+}

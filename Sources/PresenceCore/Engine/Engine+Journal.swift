@@ -16,6 +16,19 @@ extension Engine {
         return batch
     }
 
+    /// The shell's storage thread cannot commit (a full disk, an I/O error it retries): until it
+    /// says storage is back (nil), client writes and onDisconnect registrations are refused with
+    /// `unavailable` (clients retry later) instead of piling up changes that cannot be stored.
+    /// Reads, pushes and the ops of connections that end go on; their changes wait in order.
+    public func setStorageUnavailable(_ reason: String?) {
+        storageUnavailable = reason
+    }
+
+    /// The refusal while storage is unavailable, or nil.
+    func storageRefusal() -> EngineError? {
+        storageUnavailable.map { .unavailable("storage cannot take writes now (\($0)); retry later") }
+    }
+
     /// The number of the last batch handed out by `takeJournal`.
     public var lastJournalSequence: UInt64 { journalSequence }
 

@@ -66,9 +66,11 @@ extension Engine {
     }
 
     /// One use of every write limit a write to `paths` touches, all or nothing: when one refuses,
-    /// none is counted. Call it after the rules allowed the write. A write that would give data to
-    /// one namespace more than the cap allows (`EngineLimits.maxNamespaces`) is refused first.
+    /// none is counted. Call it after the rules allowed the write. A write while storage is
+    /// unavailable, or one that would give data to one namespace more than the cap allows
+    /// (`EngineLimits.maxNamespaces`), is refused first.
     func useWriteLimits(_ paths: [Path], credentials: Credentials, in ns: Namespace, now: Int64) -> EngineError? {
+        if let refusal = storageRefusal() { return refusal }
         if !credentials.isAdmin, let refusal = namespaceCapRefusal(ns) { return refusal }
         guard !credentials.isAdmin, let touched = limits?.limits(guardingWritesTo: paths), !touched.isEmpty else { return nil }
         // Check them all before counting any (a refusal must consume nothing).

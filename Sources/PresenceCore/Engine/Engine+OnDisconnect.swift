@@ -14,6 +14,7 @@ extension Engine {
         guard mayWrite(writes, credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
+        if let refusal = storageRefusal() { return .failure(refusal) }
         if !connection.credentials.isAdmin, let refusal = namespaceCapRefusal(ns) { return .failure(refusal) }
         // The limits, on the queue as it would be: a set replaces the ops at and below its path,
         // so re-registering the same op never counts twice. Worked out without changing (or

@@ -59,6 +59,8 @@ public final class Engine {
     /// Namespaces holding data or rules (`Engine+Namespaces`), and whether reaching the cap was logged.
     var namespacesHoldingData = 0
     var namespaceCapLogged = false
+    /// Why storage cannot take changes now (a full disk), or nil: writes are refused meanwhile.
+    var storageUnavailable: String?
 
     public init(
         configuration: Configuration = Configuration(),
