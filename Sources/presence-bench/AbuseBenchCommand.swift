@@ -192,7 +192,7 @@ struct AbuseBenchCommand: ParsableCommand {
         for (name, request) in [("get", Request.get(path: items, query: nil)), ("get_limit_to_last_3", .get(path: items, query: limited)),
                                 ("listen_limit_to_last_3", .listen(path: items, query: limited, tag: 7))] {
             let (seconds, bytes, status) = timed(engine, request, from: id)
-            result += [("\(name)_ms", Self.format(seconds * 1e3)), ("\(name)_bytes", "\(bytes)"), ("\(name)_status", "\"\(status)\"")]
+            result += [("\(name)_ms", Self.format(seconds * 1e3)), ("\(name)_bytes", "\(bytes)"), ("\(name)_status", JSONWriter.string(.string(status)))]
         }
         return result
     }
@@ -203,7 +203,7 @@ struct AbuseBenchCommand: ParsableCommand {
         let (seconds, bytes, status) = timed(engine, .get(path: Path(validated: ["online-users"]), query: nil), from: id)
         let (again, _, _) = timed(engine, .get(path: Path(validated: ["online-users"]), query: nil), from: id)
         return [("online_users_ms", Self.format(seconds * 1e3)), ("online_users_again_ms", Self.format(again * 1e3)),
-                ("bytes", "\(bytes)"), ("status", "\"\(status)\"")]
+                ("bytes", "\(bytes)"), ("status", JSONWriter.string(.string(status)))]
     }
 
     /// `count` connections with the same tagged query on one user's presence, then writes to it.
