@@ -118,3 +118,36 @@ import Testing
         #expect(MemoryLayout<Listener>.size <= 40)
     }
 }
+
+/// The listen table against a dictionary, across the size where it starts (and stops) indexing:
+/// removals move the last entry into the gap, which must keep every key findable.
+@Suite struct ListenTableTests {
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func agreesWithADictionary(_ seed: UInt64) throws {
+        var random = SeededRandom(seed: seed)
+        var table = ListenTable()
+        var reference: [ListenKey: Listen] = [:]
+        for step in 0..<3_000 {
+            let key = ListenKey(path: Path(validated: ["p\(random.int(40))"]), queryIdentity: "default")
+            if random.int(3) == 0 {
+                #expect((table.removeValue(forKey: key) == nil) == (reference.removeValue(forKey: key) == nil), "step \(step)")
+            } else {
+                let listen = Listen(listener: Listener(connection: ConnectionID(UInt64(step)), path: key.path, tag: nil),
+                                    rawQuery: nil, spec: .default)
+                table[key] = listen
+                reference[key] = listen
+            }
+            #expect(table.count == reference.count)
+            for (key, listen) in reference where table[key]?.listener != listen.listener {
+                Issue.record("step \(step): \(key.path) lost")
+                return
+            }
+        }
+    }
+
+    /// A request handler holds the connection while it changes it: the record must be a reference,
+    /// or each change copies the whole listen table (what made the n-th listen cost O(n)).
+    @Test func theConnectionRecordIsShared() {
+        #expect(Connection.self is AnyObject.Type)
+    }
+}
