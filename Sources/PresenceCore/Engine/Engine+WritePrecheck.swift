@@ -6,8 +6,8 @@ extension Engine {
     /// documents (they are only asked with the value). Creates no namespace.
     public func mightWrite(at path: Path, below: Bool, namespace name: String, credentials: Credentials, now: Int64) -> Bool {
         if credentials.isAdmin { return true }
-        let ns = namespaces[name]
-        guard let rules = (ns?.policy ?? defaultPolicy) as? RuleSet else { return true }
-        return rules.mightAllowWrite(at: path, below: below, root: ns?.root ?? .null, auth: credentials.rulesAuth, now: now)
+        let ns = existingNamespace(name)
+        guard let rules = ns.policy as? RuleSet else { return true }
+        return rules.mightAllowWrite(at: path, below: below, root: ns.root, auth: credentials.rulesAuth, now: now)
     }
 }
