@@ -68,7 +68,7 @@ public final class LWSServer: @unchecked Sendable {
         metrics = ServerMetrics(registry: metricsRegistry)
         let limitEventLog = try configuration.limitEventLogPath.map { path throws(ServerError) in try LimitEventLog(path: path) }
         let rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
-        self.storage = StorageLink(storage: storage, logger: logger)
+        self.storage = StorageLink(storage: storage, logger: logger, metrics: metrics)
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
@@ -81,7 +81,8 @@ public final class LWSServer: @unchecked Sendable {
                                 table: table, outbox: outbox, storage: self.storage,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
-                         responder: responder, streams: streams, operators: operators, steps: steps, runtime: runtime)
+                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage,
+                         runtime: runtime)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)
     }

@@ -21,13 +21,15 @@ final class HTTPRoute {
     private let streams: EventStreams
     private let operators: OperatorAPI
     private let steps: EngineSteps
+    private let storage: StorageLink
     private var bodies: RequestBodies<OpaquePointer>
     private var refusals = RefusalLog()
     private var lateBodies = RefusalLog()
     private var deadlineTimer: LoopTimer!
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, table: ConnectionTable,
-         responder: HTTPResponder, streams: EventStreams, operators: OperatorAPI, steps: EngineSteps, runtime: LoopRuntime) {
+         responder: HTTPResponder, streams: EventStreams, operators: OperatorAPI, steps: EngineSteps, storage: StorageLink,
+         runtime: LoopRuntime) {
         self.logger = logger
         self.engine = engine
         self.rest = rest
@@ -36,6 +38,7 @@ final class HTTPRoute {
         self.streams = streams
         self.operators = operators
         self.steps = steps
+        self.storage = storage
         bodies = RequestBodies(limits: .init(maxBodyBytes: configuration.maxMessageBytes, maxPendingBytes: configuration.maxPendingBodyBytes,
                                              timeoutMilliseconds: Int64(configuration.httpTimeoutSeconds) * 1_000,
                                              minBytesPerSecond: Self.minBodyBytesPerSecond))
@@ -57,6 +60,7 @@ final class HTTPRoute {
         if let response = operators.route(request) {
             return responder.respond(wsi, response, after: steps.run())
         }
+        if let refusal = storageRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
         case .failure(let refusal)?: return responder.respond(wsi, refusal.response)
@@ -69,7 +73,7 @@ final class HTTPRoute {
     /// A request with a body: checked from its head, then its body is read or dropped.
     private func admitBody(of request: HTTPRequest, length: Int, on wsi: OpaquePointer) -> Int32 {
         let now = WallClock.nowMilliseconds()
-        if length <= bodies.limits.maxBodyBytes, let refusal = precheck(request, now: now) {
+        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? precheck(request, now: now) {
             return refuse(wsi, refusal, length: length, request: request)
         }
         let admission = bodies.admit(wsi, request: request, length: length, now: now)
@@ -82,6 +86,15 @@ final class HTTPRoute {
             if status == 503 { response.headers.append(("Retry-After", "1")) }
             return answer(wsi, response, request: request)
         }
+    }
+
+    /// While storage commits fail, REST writes are refused (503): not stored means not acknowledged.
+    private func storageRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard storage.isFailing, ["PUT", "PATCH", "POST", "DELETE"].contains(request.method),
+              request.path != "/.admin", !request.path.hasPrefix("/.admin/") else { return nil }
+        var response = HTTPResponse.error(503, StorageLink.unavailableMessage)
+        response.headers.append(("Retry-After", "5"))
+        return response
     }
 
     /// What the head alone tells: operators need the admin credential; REST routes, methods,
