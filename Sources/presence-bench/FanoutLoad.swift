@@ -138,11 +138,12 @@ final class FanoutLoad: @unchecked Sendable {
         if measuring { maxBehind = max(maxBehind, due - writesSent) }
     }
 
-    /// The next acknowledgement of user u's writes (in order).
+    /// The next reply to user u's writes (in order); only `ok` ones count as acks in the latency
+    /// and acks/s (a refused write is counted in `writes_failed`).
     func acked(_ u: Int, ok: Bool, now: UInt64) {
         let h = inflightHead[u]
         if h < inflight[u].count {
-            if measuring {
+            if measuring, ok {
                 ackLatency.add(now &- inflight[u][h])
                 if writing { acksInWindow += 1 }
             }

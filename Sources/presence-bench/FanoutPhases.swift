@@ -121,6 +121,7 @@ func runFanoutPhases(
     }
     sem.wait()
     let m0 = monotonicMicros()
+    log("measuring \(duration) s")  // bench/profile.sh starts perf on this line
     sleepSeconds(duration)
     client.perform { st.writing = false; sem.signal() }
     sem.wait()
