@@ -130,6 +130,12 @@ final class EpollWebSocketClient: FanoutClient, @unchecked Sendable {
 
     var counters: TransportCounters { stats }
 
+    func resetPeaks() {
+        stats.maxQueuedBytes = 0
+        stats.longestTurnMicros = 0
+        stats.longestWaitMicros = 0
+    }
+
     func connect(to url: WebSocketURL, sourceAddress: String?) -> WebSocketConnectionID {
         let c = Connection(id: WebSocketConnectionID(connections.count + 1), url: url, source: sourceAddress,
                            maxMessageBytes: configuration.maxMessageBytes)
@@ -191,9 +197,12 @@ final class EpollWebSocketClient: FanoutClient, @unchecked Sendable {
                 let now = monotonicMicros()
                 timeout = nextTick > now ? Int32(min((nextTick - now + 999) / 1000, 100)) : 0
             }
+            let waitStart = monotonicMicros()
             let n = epoll_wait(epfd, events, capacity, timeout)
             if n < 0 && errno != EINTR { fatalError("epoll_wait: \(String(cString: strerror(errno)))") }
+            let turnStart = monotonicMicros()
             stats.loopTurns += 1
+            stats.longestWaitMicros = max(stats.longestWaitMicros, Int(turnStart - waitStart))
             for k in 0..<max(0, Int(n)) {
                 let token = events[k].data.u64
                 if token == 0 { runJobs() } else { service(connections[Int(token - 1)], events[k].events) }
@@ -210,6 +219,7 @@ final class EpollWebSocketClient: FanoutClient, @unchecked Sendable {
             }
             startQueuedConnects()
             flushDirty()
+            stats.longestTurnMicros = max(stats.longestTurnMicros, Int(monotonicMicros() - turnStart))
         }
         for c in connections where c.fd >= 0 { close(c.fd); c.fd = -1 }
         close(epfd)

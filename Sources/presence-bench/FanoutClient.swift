@@ -28,15 +28,20 @@ struct TransportCounters: Sendable {
     /// Flushes that left bytes queued because the peer's socket buffer was full (epoll only).
     var blockedSends = 0
     var loopTurns = 0
-    /// The most bytes queued for one connection at any time (epoll only; not a delta).
+    // Peaks since `resetPeaks` (epoll only; not deltas):
+    /// The most bytes queued for one connection.
     var maxQueuedBytes = 0
+    /// The longest loop turn's work (events, tick, flush), and the longest `epoll_wait` (its
+    /// timeout is at most 1 ms when a tick is due: a longer one means the thread was not scheduled).
+    var longestTurnMicros = 0
+    var longestWaitMicros = 0
 
     static func - (a: TransportCounters, b: TransportCounters) -> TransportCounters {
         TransportCounters(
             messagesReceived: a.messagesReceived - b.messagesReceived, bytesReceived: a.bytesReceived - b.bytesReceived,
             messagesSent: a.messagesSent - b.messagesSent, sendCalls: a.sendCalls - b.sendCalls,
             blockedSends: a.blockedSends - b.blockedSends, loopTurns: a.loopTurns - b.loopTurns,
-            maxQueuedBytes: a.maxQueuedBytes)
+            maxQueuedBytes: a.maxQueuedBytes, longestTurnMicros: a.longestTurnMicros, longestWaitMicros: a.longestWaitMicros)
     }
 }
 
@@ -55,6 +60,8 @@ protocol FanoutClient: AnyObject, Sendable {
     var openConnections: Int { get }
     /// Read on the transport's thread.
     var counters: TransportCounters { get }
+    /// Starts the peak counters afresh (on the transport's thread).
+    func resetPeaks()
     func shutdown()
 }
 
@@ -109,5 +116,6 @@ final class LWSFanoutClient: FanoutClient, @unchecked Sendable {
         let s = client.statistics
         return TransportCounters(messagesReceived: s.messagesReceived, bytesReceived: s.bytesReceived, messagesSent: s.messagesSent)
     }
+    func resetPeaks() {}
     func shutdown() { client.shutdown() }
 }

@@ -69,6 +69,8 @@ private func costFields(
             ("blocked_sends", .int(c.blockedSends)),
             ("max_queued_bytes_per_connection", .int(c.maxQueuedBytes)),
             ("loop_turns", .int(c.loopTurns)),
+            ("longest_turn_us", .int(c.longestTurnMicros)),
+            ("longest_wait_us", .int(c.longestWaitMicros)),
         ])),
     ]
     if let serverCPU {
@@ -116,6 +118,7 @@ func runFanoutPhases(
         st.measuring = true
         st.startMicros = monotonicMicros()
         st.writesSent = 0
+        client.resetPeaks()
         counters0.value = client.counters
         sem.signal()
     }
