@@ -2,7 +2,8 @@
 # Where the server's time goes in issue 17's fan-out shape at one rate: presence-server (durable or
 # memory) or Mosquitto pinned to SERVER_CPU, the generator (epoll transport) on GENERATOR_CPU, and
 # `perf record -g` on the server for the measured seconds. Prints the user/kernel split, time by
-# thread and by library, and the top symbols, self and inclusive (Swift names demangled), after the
+# thread and by library, the top symbols, self and inclusive (Swift names demangled), and system
+# calls per second and per delivered event (how many sends a push costs), after the
 # generator's summary. On loopback a sender's `send` includes the kernel's delivery to the receiving
 # socket (softirq), so the server's kernel time includes part of the generator's receive path.
 #
@@ -13,14 +14,19 @@
 #
 # Env: RATE (10000), SERVER (durable | memory | mosquitto), USERS (1000), WATCHERS (1000), SUBS (10),
 #      DURATION (10), WARMUP (1), SETTLE (10), SERVER_CPU (0), GENERATOR_CPU (1), TRANSPORT (epoll),
-#      TOP (40 symbols), PROFILER (perf | callgrind), PORT (9390; Mosquitto PORT+10/+11),
+#      TOP (40 symbols), PROFILER (perf | callgrind), SYSCALLS (1: count system calls by type with
+#      perf stat on the syscall tracepoints during the same seconds; 0: don't), PORT (9390; Mosquitto PORT+10/+11),
 #      OURS_ARGS, OUT (a new temp dir: perf.data, fanout.json, profile.txt), SKIP_BUILD, BIN.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/mosquitto.sh"
 RATE="${RATE:-10000}"; SERVER="${SERVER:-durable}"; USERS="${USERS:-1000}"; WATCHERS="${WATCHERS:-1000}"; SUBS="${SUBS:-10}"
 DURATION="${DURATION:-10}"; WARMUP="${WARMUP:-1}"; SETTLE="${SETTLE:-10}"; TOP="${TOP:-40}"
 export SERVER_CPU="${SERVER_CPU:-0}" GENERATOR_CPU="${GENERATOR_CPU:-1}"
-TRANSPORT="${TRANSPORT:-epoll}"; PROFILER="${PROFILER:-perf}"; PORT="${PORT:-9390}"
+TRANSPORT="${TRANSPORT:-epoll}"; PROFILER="${PROFILER:-perf}"; PORT="${PORT:-9390}"; SYSCALLS="${SYSCALLS:-1}"
+SYSCALL_EVENTS=""
+for call in sendto sendmsg write writev recvfrom recvmsg read epoll_wait epoll_pwait epoll_ctl poll ppoll futex fsync fdatasync pwrite64; do
+    SYSCALL_EVENTS="$SYSCALL_EVENTS${SYSCALL_EVENTS:+,}syscalls:sys_enter_$call"
+done
 OUT="${OUT:-$(mktemp -d -t presence-profile.XXXXXX)}"
 mkdir -p "$OUT"
 build with-server
@@ -74,8 +80,15 @@ GEN_PID=$!
 if [ "$PROFILER" = perf ]; then
     # Record exactly the measured seconds: from the generator's "measuring" line.
     for _ in $(seq 1 1200); do grep -q "measuring" "$OUT/generator.log" 2>/dev/null && break; sleep 0.1; done
+    STAT_PID=""
+    if [ "$SYSCALLS" = 1 ]; then
+        # shellcheck disable=SC2046
+        $(generator_pin) perf stat -x, -e "$SYSCALL_EVENTS" -p "$TARGET_PID" -o "$OUT/syscalls.csv" -- sleep "$DURATION" >/dev/null 2>&1 &
+        STAT_PID=$!
+    fi
     # shellcheck disable=SC2046
     $(generator_pin) perf record -q -e cpu-clock -g -p "$TARGET_PID" -o "$OUT/perf.data" -- sleep "$DURATION" >/dev/null 2>&1 || status=$?
+    [ -z "$STAT_PID" ] || wait "$STAT_PID" || true
 fi
 wait "$GEN_PID" || status=$?
 stop_server
@@ -104,18 +117,37 @@ PY
         report 0 dso | awk '{ p = $1; sub("%", "", p); if ($2 == "[kernel.kallsyms]") k += p; else u += p }
                             END { printf "user %.1f %%, kernel %.1f %%\n", u, k }'
         echo
-        echo "## by thread"
-        report 0.5 tid
+        echo "## by thread (perf's pid key is the thread id)"
+        report 0.5 pid
         echo
         echo "## by library"
         report 0.5 dso
         echo
         echo "## top $TOP symbols (self time)"
-        report 0.2 dso,sym | head -n "$TOP" | swift demangle --simplified
+        report 0.2 dso,sym | sed -n "1,${TOP}p" | swift demangle --simplified
         echo
         echo "## top $TOP symbols with their callees (inclusive, then self; kernel [k], user [.])"
         perf report -i "$OUT/perf.data" --stdio --children -g none --percent-limit 2 --sort sym 2>/dev/null | grep '%' \
-            | head -n "$TOP" | swift demangle --simplified
+            | sed -n "1,${TOP}p" | swift demangle --simplified
+        echo
+        if [ -s "$OUT/syscalls.csv" ]; then
+            echo
+            echo "## system calls in the measured seconds (perf stat on syscall tracepoints)"
+            python3 - "$OUT/syscalls.csv" "$OUT/fanout.json" "$DURATION" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+seconds = float(sys.argv[3])
+events = r["events_per_s_in_window"] * seconds
+print(f"{'call':<12} {'per s':>10} {'per delivered event':>20}")
+for line in open(sys.argv[1]):
+    f = line.strip().split(",")
+    if len(f) < 3 or not f[0].strip().isdigit():
+        continue
+    n, name = int(f[0]), f[2].replace("syscalls:sys_enter_", "")
+    if n:
+        print(f"{name:<12} {n / seconds:>10,.0f} {n / events if events else 0:>20.3f}")
+PY
+        fi
         echo
         echo "(perf report -i $OUT/perf.data --no-children for the call graphs)"
     elif [ "$PROFILER" = callgrind ] && [ -s "$OUT/callgrind.out" ]; then
