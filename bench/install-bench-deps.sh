@@ -3,9 +3,7 @@
 #   mosquitto   the broker bench/compare.sh and bench/fanout-vs-mosquitto.sh measure against (2.0.11 on Debian 12)
 #   linux-perf  perf, for bench/profile.sh
 #   valgrind    callgrind, for instruction counts when perf has no usable events
-# With arguments, only those packages. Safe to run repeatedly. Debian's mosquitto package would
-# start a system broker on 1883; nothing here uses one (the bench starts its own on its own ports),
-# so services are kept from starting during the install, as scripts/install-deps.sh does for Redis.
+# With arguments, only those packages. Safe to run repeatedly.
 set -euo pipefail
 packages=("$@")
 if [ ${#packages[@]} -eq 0 ]; then packages=(mosquitto linux-perf valgrind); fi
@@ -17,14 +15,9 @@ done
 echo "installing Debian packages for the benchmarks: ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-policy=/usr/sbin/policy-rc.d
-if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\n# presence install-bench-deps: no service starts during this install\nexit 101\n' | $sudo tee "$policy" >/dev/null
-    $sudo chmod 755 "$policy"
-    trap '$sudo rm -f "$policy"' EXIT
-fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+# Debian's mosquitto starts a system broker on 1883 (on systemd hosts); the bench starts its own.
 if [[ " ${missing[*]} " == *" mosquitto "* ]] && [ -d /run/systemd/system ]; then
     $sudo systemctl disable --now --quiet mosquitto 2>/dev/null || true
 fi

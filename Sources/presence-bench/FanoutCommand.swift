@@ -153,15 +153,9 @@ struct FanoutCommand: ParsableCommand {
         let client = try server.fanoutClient(shape.transport, subprotocol: nil) { client, event in
             switch event {
             case .connected(let id): rtdb.connected(client, id)
-            case .connectFailed(_, let reason):
-                load.failures["connect: \(reason)", default: 0] += 1
-                load.failedConnects.add(1, ordering: .relaxed)
+            case .connectFailed(_, let reason): load.connectFailed(reason: reason)
             case .message(let id, let bytes): rtdb.message(id, bytes)
-            case .closed(let id, let unexpected):
-                if unexpected {
-                    load.closedUnexpectedly += 1
-                    if case .writer(let u) = load.roles[id] { load.writerConn[u] = 0 }
-                }
+            case .closed(let id, let unexpected): load.closed(id, unexpected: unexpected)
             case .tick(let now): rtdb.tick(client, now: now)
             }
         }
@@ -169,12 +163,7 @@ struct FanoutCommand: ParsableCommand {
         let m = runFanoutPhases(
             client: client, load: load, serverPid: server.serverPid, readyName: "auths+listens",
             timeout: shape.timeout, warmup: shape.warmup, duration: shape.duration, settle: shape.settle, lastSeenIsWriters: false,
-            connectAll: {
-                for i in 0..<load.users { load.roles[client.connect(to: endpoint, sourceAddress: sources[i])] = .writer(i) }
-                for i in 0..<load.watchers {
-                    load.roles[client.connect(to: endpoint, sourceAddress: sources[load.users + i])] = .watcher(i)
-                }
-            })
+            connectAll: { load.connectAll(client, to: endpoint, sources: sources) })
         printResult(FanoutMeasurement.headerFields(scenario: "fanout", url: endpoint, load: load, transport: shape.transport, m: m)
             + m.stateFields + m.finalStateFields)
         if !m.ok { throw ExitCode(2) }

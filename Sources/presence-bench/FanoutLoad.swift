@@ -2,6 +2,28 @@ import Glibc
 import PresenceClient
 import Synchronization
 
+/// Who follows whom in the fan-out and churn shapes: watcher w follows users (w·S + j) mod U for
+/// its slots j < S.
+struct WatchPattern: Sendable {
+    let users: Int
+    let subs: Int
+
+    /// User watched by watcher `w` in its subscription slot `j`.
+    @inline(__always) func user(_ w: Int, _ j: Int) -> Int { (w * subs + j) % users }
+    /// Slot of user `u` in watcher `w`'s subscriptions, if it watches `u`.
+    @inline(__always) func slot(_ w: Int, _ u: Int) -> Int? {
+        let j = ((u - (w * subs) % users) + users) % users
+        return j < subs ? j : nil
+    }
+
+    /// How many of `watchers` watchers follow each user.
+    func watchersPerUser(watchers: Int) -> [Int] {
+        var counts = [Int](repeating: 0, count: users)
+        for w in 0..<watchers { for j in 0..<subs { counts[user(w, j)] += 1 } }
+        return counts
+    }
+}
+
 /// The fan-out shape and what it measures, shared by the RTDB (`fanout`) and MQTT (`mqtt-fanout`)
 /// generators: U writers flap their presence at R writes/s in total (round robin), W watchers
 /// each follow S users. Touched only on the transport's thread, except the two atomics.
@@ -11,6 +33,7 @@ final class FanoutLoad: @unchecked Sendable {
     let users: Int
     let watchers: Int
     let subs: Int
+    let pattern: WatchPattern
     let rate: Double
     /// The two numeric fields a writer may embed in each value: its monotonic send time (µs),
     /// which gives exact write→watcher latency, and the user's write sequence number.
@@ -30,7 +53,7 @@ final class FanoutLoad: @unchecked Sendable {
     /// Send times of writes not acknowledged yet (acks come in order).
     private(set) var inflight: [[UInt64]]
     private var inflightHead: [Int]
-    private var watchersOfUser: [Int]
+    private let watchersOfUser: [Int]
     // Per watcher × subscription slot: what the watcher holds now.
     private var stOnline: [Int8]
     private var stLastSeen: [Int]
@@ -83,20 +106,33 @@ final class FanoutLoad: @unchecked Sendable {
         lastSeenSent = .init(repeating: 0, count: users)
         inflight = .init(repeating: [], count: users)
         inflightHead = .init(repeating: 0, count: users)
-        watchersOfUser = .init(repeating: 0, count: users)
+        pattern = WatchPattern(users: users, subs: subs)
+        watchersOfUser = pattern.watchersPerUser(watchers: watchers)
         stOnline = .init(repeating: -1, count: watchers * subs)
         stLastSeen = .init(repeating: 0, count: watchers * subs)
         stTime = .init(repeating: 0, count: watchers * subs)
         stSeq = .init(repeating: 0, count: watchers * subs)
-        for w in 0..<watchers { for j in 0..<subs { watchersOfUser[user(w, j)] += 1 } }
     }
 
-    /// User watched by watcher `w` in its subscription slot `j`.
-    @inline(__always) func user(_ w: Int, _ j: Int) -> Int { (w * subs + j) % users }
-    /// Slot of user `u` in watcher `w`'s subscriptions, if it watches `u`.
-    @inline(__always) func slot(_ w: Int, _ u: Int) -> Int? {
-        let j = ((u - (w * subs) % users) + users) % users
-        return j < subs ? j : nil
+    @inline(__always) func user(_ w: Int, _ j: Int) -> Int { pattern.user(w, j) }
+    @inline(__always) func slot(_ w: Int, _ u: Int) -> Int? { pattern.slot(w, u) }
+
+    /// Opens every writer connection, then every watcher's (on the transport's thread).
+    func connectAll(_ client: any FanoutClient, to url: WebSocketURL, sources: [String?]) {
+        for i in 0..<users { roles[client.connect(to: url, sourceAddress: sources[i])] = .writer(i) }
+        for i in 0..<watchers { roles[client.connect(to: url, sourceAddress: sources[users + i])] = .watcher(i) }
+    }
+
+    func connectFailed(reason: String) {
+        failures["connect: \(reason)", default: 0] += 1
+        failedConnects.add(1, ordering: .relaxed)
+    }
+
+    /// A connection ended; a writer that lost its connection writes no more.
+    func closed(_ id: WebSocketConnectionID, unexpected: Bool) {
+        guard unexpected else { return }
+        closedUnexpectedly += 1
+        if case .writer(let u) = roles[id] { writerConn[u] = 0 }
     }
 
     /// `,"time":µs,"seq":n` for the fields in use (empty when none), to end a JSON object with.

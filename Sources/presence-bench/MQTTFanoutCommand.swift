@@ -153,15 +153,9 @@ struct MQTTFanoutCommand: ParsableCommand {
         let client = try server.fanoutClient(shape.transport, subprotocol: "mqtt") { client, event in
             switch event {
             case .connected(let id): mqtt.connected(client, id)
-            case .connectFailed(_, let reason):
-                load.failures["connect: \(reason)", default: 0] += 1
-                load.failedConnects.add(1, ordering: .relaxed)
+            case .connectFailed(_, let reason): load.connectFailed(reason: reason)
             case .message(let id, let bytes): mqtt.message(client, id, bytes)
-            case .closed(let id, let unexpected):
-                if unexpected {
-                    load.closedUnexpectedly += 1
-                    if case .writer(let u) = load.roles[id] { load.writerConn[u] = 0 }
-                }
+            case .closed(let id, let unexpected): load.closed(id, unexpected: unexpected)
             case .tick(let now): mqtt.tick(client, now: now)
             }
         }
@@ -169,12 +163,7 @@ struct MQTTFanoutCommand: ParsableCommand {
         let m = runFanoutPhases(
             client: client, load: load, serverPid: server.serverPid, readyName: "connacks+subacks",
             timeout: shape.timeout, warmup: shape.warmup, duration: shape.duration, settle: shape.settle, lastSeenIsWriters: true,
-            connectAll: {
-                for i in 0..<load.users { load.roles[client.connect(to: endpoint, sourceAddress: sources[i])] = .writer(i) }
-                for i in 0..<load.watchers {
-                    load.roles[client.connect(to: endpoint, sourceAddress: sources[load.users + i])] = .watcher(i)
-                }
-            },
+            connectAll: { load.connectAll(client, to: endpoint, sources: sources) },
             beforeClose: {
                 // A clean MQTT goodbye before the WebSocket close (so no Will fires).
                 for id in load.roles.keys { MQTT.disconnect.withUnsafeBytes { client.send(id, binary: $0) } }
