@@ -43,7 +43,7 @@ emit() { echo "$1" | tee -a "$RESULTS"; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' ','; }
 mosquitto_version="$("$MOSQUITTO" -h 2>/dev/null | head -1 || true)"
 emit "$(printf '{"meta":{"date":"%s","host_cpus":%s,"uptime":"%s","commit":"%s","mosquitto":"%s","shape":"%s users, %s watchers x %s","duration_s":%s,"settle_s":%s,"server_cpu":%s,"generator_cpu":%s,"transport":"%s","mqtt_subscribe_qos":%s}}' \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" "$(uptime | sed 's/^ *//')" "$(git -C "$ROOT" rev-parse --short HEAD)" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" "$(uptime | sed 's/^ *//')" "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
     "$mosquitto_version" "$USERS" "$WATCHERS" "$SUBS" "$DURATION" "$SETTLE" "$SERVER_CPU" "$GENERATOR_CPU" "$TRANSPORT" "$MQTT_SUB_QOS")"
 
 SHAPE=(--users "$USERS" --watchers "$WATCHERS" --subscriptions "$SUBS" --duration "$DURATION" --warmup "$WARMUP"
