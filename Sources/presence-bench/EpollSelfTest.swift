@@ -159,6 +159,11 @@ final class EpollSelfTest: @unchecked Sendable {
         var protocolErrors = true
         for e in [masked, stray] { if case .protocolError = e {} else { protocolErrors = false } }
         check("epoll_reader_refuses_bad_frames", partial && protocolErrors && large == .tooLarge)
+
+        // The RTDB count frame that announces a multi-frame message (at most 6 digits).
+        func count(_ text: String) -> Int? { Array(text.utf8).withUnsafeBytes { FanoutLoad.frameCount($0) } }
+        check("rtdb_count_frame", count("3") == 3 && count("123456") == 123_456 && count("1234567") == nil
+                && count("12a") == nil && count("") == nil && count(#"{"t":"d"}"#) == nil)
         return (checks, allOK)
     }
 }
