@@ -31,6 +31,12 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibUV",
+            path: "Sources/CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
         // hiredis 0.14.1 and libuv, with our own hiredis-on-libuv adapter (shim.h says why). No
         // pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning.
         .systemLibrary(
@@ -75,11 +81,24 @@ let package = Package(
         ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
         .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
+        // A tap on what lws reads, for the one thing lws 4.1.6 does not expose: whether a client's
+        // frame was masked (RFC 6455 §5.1). It defines recv and SSL_read for the process.
+        .target(
+            name: "CPresenceTap", path: "Sources/CPresenceTap",
+            linkerSettings: [
+                .linkedLibrary("dl"),
+                // lws references them from its shared library: export them from the executable.
+                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv", "-Xlinker", "--export-dynamic-symbol=SSL_read"]),
+            ]
+        ),
+        // One event loop: a libuv loop the process owns, lws on it, timers, a cross-thread inbox,
+        // shutdown. Shared by the server and any other event source on its thread.
+        .target(name: "PresenceLoop", dependencies: ["CLibWebSockets", "CLibUV"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.
         .target(
             name: "PresenceServer",
             dependencies: [
-                "PresenceCore", "PresenceWire", "CLibWebSockets",
+                "PresenceCore", "PresenceWire", "PresenceLoop", "CLibWebSockets", "CPresenceTap",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -152,6 +171,9 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
+        .testTarget(name: "PresenceServerTests", dependencies: ["PresenceServer", "PresenceCore", "PresenceWire", "PresenceTesting", "CPresenceTap"],
+                    swiftSettings: strict),
+        .testTarget(name: "PresenceLoopTests", dependencies: ["PresenceLoop", "CLibWebSockets", "CLibUV", "CHiredis"], swiftSettings: strict),
         // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
         .testTarget(name: "PresenceRedisTests", dependencies: ["PresenceRedis", "CHiredis"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],

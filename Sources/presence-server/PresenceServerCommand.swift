@@ -194,7 +194,6 @@ struct PresenceServerCommand: ParsableCommand {
 
     /// The settings in force, as `--config` would take them (file paths only: no secret is inlined).
     func effectiveConfiguration() -> JSON {
-        let loopback = Self.isLoopback(host)
         func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
         return .object([
             ("host", .string(host)), ("port", .number(Double(port))), ("rules", .string(rules)), ("auth", .string(auth)),
@@ -263,7 +262,6 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.tlsCertificatePath = tlsCert
         configuration.tlsKeyPath = tlsKey
         configuration.limitEventLogPath = limitEvents
-        let loopback = Self.isLoopback(host)
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (limitsExempt ? 0 : 1000)
         configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (limitsExempt ? 0 : 50)
         configuration.trustedProxies = trustedProxySet
@@ -318,10 +316,11 @@ struct PresenceServerCommand: ParsableCommand {
             try LimitsFile.load(limitsPath, logger: Logger(label: "presence-server"))
         }
         let command = self
-        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
-                               reloadLimits: reloadLimits, reloadVerifier: { @Sendable in try command.makeVerifier() }, storage: store,
-                               metricsRegistry: metricsRegistry)
+        let server: LWSServer
         do {
+            server = try LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
+                                   reloadLimits: reloadLimits, reloadVerifier: { @Sendable in try command.makeVerifier() },
+                                   storage: store, metricsRegistry: metricsRegistry)
             try server.start()
         } catch {
             logger.critical("\(error)")

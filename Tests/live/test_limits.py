@@ -107,6 +107,29 @@ def test_rest_answers_429_with_retry_after_and_serves_the_status():
         server.stop()
 
 
+def test_a_rate_limited_stream_gets_429_with_retry_after_and_other_refusals_their_status():
+    """A streaming read (Accept: text/event-stream) answers from the same error table as REST."""
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        base = f"http://{server.host}:{server.port}"
+        params = {"ns": "demo", "auth": unsigned_token("sam")}
+        accept = {"Accept": "text/event-stream"}
+        for _ in range(2):
+            with requests.get(f"{base}/online-users.json", params=params, headers=accept, stream=True, timeout=5) as opened:
+                assert opened.status_code == 200 and opened.headers["Content-Type"] == "text/event-stream"
+        refused = requests.get(f"{base}/online-users.json", params=params, headers=accept, timeout=5)
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] in ("120", "119")
+        assert "try again in" in refused.json()["error"]
+        # The rules refuse an anonymous read: 401; a bad query: 400.
+        anonymous = requests.get(f"{base}/online-users.json", params={"ns": "demo"}, headers=accept, timeout=5)
+        assert anonymous.status_code == 401
+        bad_query = requests.get(f"{base}/users.json", params={**params, "orderBy": "nonsense"}, headers=accept, timeout=5)
+        assert bad_query.status_code == 400
+    finally:
+        server.stop()
+
+
 def test_usage_survives_a_crash_and_the_file_reloads_on_sighup():
     path = limits_file(2)
     data_dir = tempfile.mkdtemp(prefix="presence-limits-")

@@ -1,21 +1,52 @@
-import CLibWebSockets
+import Logging
 import PresenceCore
 import PresenceWire
 
-/// The operator API (`/.admin/…`, admin credential required), health, readiness and metrics.
-extension LWSServer {
+/// The operator API (`/.admin/…`, admin credential required), health, readiness and metrics: a
+/// read-only view of the engine and the connection table, plus closing a connection through the
+/// outbound path.
+final class OperatorAPI {
+    let configuration: ServerConfiguration
+    let logger: Logger
+    let engine: Engine
+    let rest: RESTHandler
+    let metrics: ServerMetrics
+    let table: ConnectionTable
+    let outbox: Outbox
+    let storage: StorageLink
+    /// Messages and bytes received (the WebSocket route counts them).
+    let received: () -> (messages: Int, bytes: Int)
+    let startedAt = WallClock.nowMilliseconds()
+    /// The dashboard's last ten minutes, one sample a second (OperatorActivity.swift).
+    let activity = ActivitySampler()
+
+    init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, metrics: ServerMetrics,
+         table: ConnectionTable, outbox: Outbox, storage: StorageLink, received: @escaping () -> (messages: Int, bytes: Int)) {
+        self.configuration = configuration
+        self.logger = logger
+        self.engine = engine
+        self.rest = rest
+        self.metrics = metrics
+        self.table = table
+        self.outbox = outbox
+        self.storage = storage
+        self.received = received
+    }
+
+    func now() -> Int64 { WallClock.nowMilliseconds() }
+
     /// The response for an operator route, or nil when `request` is not one.
-    func operatorRoute(_ request: HTTPRequest) -> HTTPResponse? {
+    func route(_ request: HTTPRequest) -> HTTPResponse? {
         switch request.path {
         case "/healthz":
             return .json(200, "{\"status\":\"ok\"}")
         case "/readyz":
             // Storage opened and restored, rules loaded (both happen before the port opens), the
             // storage thread running, and not stopping.
-            let ready = !stopRequested.load(ordering: .relaxed) && (storage == nil || storageWriter != nil)
+            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
             return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
         case "/metrics":
-            let text = metrics.render(engine: engine, liveConnections: connections.count)
+            let text = metrics.render(engine: engine, liveConnections: table.count)
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: text)
         default:
             break
@@ -53,7 +84,7 @@ extension LWSServer {
     }
 
     func connectionJSON(_ snapshot: Engine.ConnectionSnapshot) -> JSON? {
-        guard let shell = connections[snapshot.id.raw] else { return nil }
+        guard let shell = table[snapshot.id.raw] else { return nil }
         func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
         return .object([
             ("session", .string(snapshot.session)), ("namespace", .string(snapshot.namespace)),
@@ -67,7 +98,7 @@ extension LWSServer {
 
     func sortedSnapshots(uid: String?, namespace: String?) -> [Engine.ConnectionSnapshot] {
         engine.connectionSnapshots()
-            .filter { !$0.isStream && connections[$0.id.raw] != nil }
+            .filter { !$0.isStream && table[$0.id.raw] != nil }
             .filter { uid == nil || $0.uid == uid }
             .filter { namespace == nil || $0.namespace == namespace }
             .sorted { ($0.id.raw) < ($1.id.raw) }
@@ -87,12 +118,13 @@ extension LWSServer {
     }
 
     func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
-        guard let id = engine.connectionID(forSession: session), connections[id.raw] != nil else {
+        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else {
             return .error(404, "no such session")
         }
         let reason = (try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue ?? "closed by an operator"
         logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
-        perform([.send([id], .serverError("Closed by an operator: \(reason)")), .close(id, code: 4002, reason: reason)])
+        outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
+                        .close(id, code: CloseCode.closedByOperator.rawValue, reason: reason)])
         return .json(200, "{\"closed\":true}")
     }
 
@@ -134,13 +166,14 @@ extension LWSServer {
     }
 
     func stats() -> HTTPResponse {
+        let (messagesIn, bytesIn) = received()
         let body: JSON = .object([
-            ("connections", .number(Double(connections.count))), ("sessionsHeld", .number(Double(engine.heldSessionCount))),
+            ("connections", .number(Double(table.count))), ("sessionsHeld", .number(Double(engine.heldSessionCount))),
             ("namespaces", .number(Double(engine.namespaceNames.count))),
             ("uptimeSeconds", .number(Double((now() - startedAt) / 1000))),
-            ("messagesIn", .number(Double(totals.messagesIn))), ("messagesOut", .number(Double(totals.messagesOut))),
-            ("bytesIn", .number(Double(totals.bytesIn))), ("bytesOut", .number(Double(totals.bytesOut))),
-            ("writes", .number(Double(engine.counters.writes.values.reduce(0, +)))), ("pushes", .number(Double(totals.pushes))),
+            ("messagesIn", .number(Double(messagesIn))), ("messagesOut", .number(Double(outbox.messagesSent))),
+            ("bytesIn", .number(Double(bytesIn))), ("bytesOut", .number(Double(outbox.bytesSent))),
+            ("writes", .number(Double(engine.counters.writes.values.reduce(0, +)))), ("pushes", .number(Double(outbox.pushes))),
             ("time", .number(Double(now()))),
         ])
         return .json(200, JSONWriter.string(body))

@@ -1,6 +1,7 @@
 import CLibWebSockets
+import PresenceWire
 
-/// One outgoing WebSocket text message with `LWS_PRE` bytes of headroom for lws's header.
+/// One outgoing message's bytes with `LWS_PRE` bytes of headroom for lws's frame header.
 /// A broadcast shares one `OutFrame` among all recipients: writes happen one at a time on the
 /// loop thread and lws writes the same header bytes for each, so sharing is safe.
 final class OutFrame {
@@ -15,12 +16,9 @@ final class OutFrame {
         self.payloadCount = payload.count
     }
 
-    /// Writes the frame to `wsi` as one text message. Returns false when lws failed.
-    func write(to wsi: OpaquePointer) -> Bool {
-        let count = payloadCount
-        let written = storage.withUnsafeMutableBufferPointer { buffer in
-            lwss_write(wsi, buffer.baseAddress! + OutFrame.headroom, count, Int32(LWS_WRITE_TEXT.rawValue))
-        }
-        return Int(written) >= count
+    /// The frames of one encoded message (count-prefixed pieces when it is long), or nil when it
+    /// is too large to split.
+    static func frames(for text: String) -> [OutFrame]? {
+        FrameSplitter.frames(for: text).map { $0.map(OutFrame.init(payload:)) }
     }
 }

@@ -10,7 +10,7 @@ import PresenceWire
 /// users: about 0.5 µs a user (50 ms for 100,000 users, release build, shared 2-core machine), at
 /// most `maxScannedUsers` per request (`truncated` says when the rest was skipped). The dashboard
 /// polls it every 2 s, less often with more users.
-extension LWSServer {
+extension OperatorAPI {
     static let maxScannedUsers = 100_000
 
     private struct UserPresence {

@@ -1,5 +1,5 @@
-import CLibWebSockets
 import PresenceCore
+import PresenceLoop
 import PresenceWire
 
 /// The last minutes of the server's activity, for the operator dashboard's charts: one sample a
@@ -70,49 +70,35 @@ struct ActivityHistory {
     }
 }
 
-/// Takes a sample every second on the server's loop, with its own lws timer (one timer for the
-/// whole server, so no per-connection cost).
+/// Takes a sample every second on the server's loop, with one loop timer for the whole server
+/// (no per-connection cost).
 final class ActivitySampler {
     static let intervalMilliseconds: Int64 = 1_000
     /// Ten minutes.
     private(set) var history = ActivityHistory(capacity: 600)
-    private let timer: UnsafeMutablePointer<lwss_timer_t>
-    private var context: () -> OpaquePointer? = { nil }
-    private var take: () -> ActivitySample? = { nil }
+    private var timer: LoopTimer?
 
-    init() {
-        timer = .allocate(capacity: 1)
-        timer.initialize(to: lwss_timer_t())
-        timer.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
+    /// Starts sampling: `take` is called on the loop once a second until the loop shuts down.
+    func start(runtime: LoopRuntime, take: @escaping () -> ActivitySample) {
+        let timer = runtime.makeTimer { [unowned self] in fire(take) }
+        self.timer = timer
+        fire(take)
     }
 
-    deinit { timer.deallocate() }
-
-    /// Starts sampling: `take` is called on the loop once a second while `context` gives one.
-    func start(context: @escaping () -> OpaquePointer?, take: @escaping () -> ActivitySample?) {
-        self.context = context
-        self.take = take
-        fire()
-    }
-
-    fileprivate func fire() {
-        guard let running = context() else { return }
-        if let sample = take() { history.append(sample) }
-        lws_sul_schedule(running, 0, &timer.pointee.sul, { sul in
-            guard let sul, let owner = lwss_timer_from_sul(sul)?.pointee.owner else { return }
-            Unmanaged<ActivitySampler>.fromOpaque(owner).takeUnretainedValue().fire()
-        }, Self.intervalMilliseconds * 1_000)
+    private func fire(_ take: () -> ActivitySample) {
+        history.append(take())
+        timer?.schedule(afterMicroseconds: Self.intervalMilliseconds * 1_000)
     }
 }
 
-extension LWSServer {
-    /// Begins the dashboard's one-a-second sampling (called once the context exists).
-    func startActivitySampling() {
-        activity.start(context: { [unowned self] in context }) { [unowned self] in
-            guard !destroyStarted else { return nil }
+extension OperatorAPI {
+    /// Begins the dashboard's one-a-second sampling (once the loop exists).
+    func startSampling(runtime: LoopRuntime, streams: EventStreams) {
+        activity.start(runtime: runtime) { [unowned self, unowned streams] in
+            let (messagesIn, _) = received()
             return ActivitySample(
-                time: now(), connections: connections.count, streams: streams.count,
-                messagesIn: totals.messagesIn, messagesOut: totals.messagesOut, pushes: totals.pushes,
+                time: now(), connections: table.count, streams: streams.count,
+                messagesIn: messagesIn, messagesOut: outbox.messagesSent, pushes: outbox.pushes,
                 writes: engine.counters.writes.values.reduce(0, +))
         }
     }
