@@ -9,18 +9,21 @@
 ///
 /// Determinism: every node applies every revision, in order, and records it here (an aborted or
 /// empty entry records no paths). With the same `capacity` on every node, `validate` answers the
-/// same on every node. A node that starts from a snapshot at revision S must either start its
-/// window at S (then proposals based before S are `outOfWindow` for it alone: replay the writes of
-/// revisions `S - capacity + 1 ... S` from the log with `record` first), or not validate yet.
+/// same on every node, except `missingHistory`: a window started at revision S (a node loaded a
+/// snapshot at S) cannot judge bases before S that other nodes still can. Feed it revisions
+/// `S - capacity + 1 ... S` from the log with `record` (not applied) before it validates.
 public final class VersionWindow {
     public enum Validation: Sendable, Equatable {
         /// Nothing in `(base, head]` conflicts with the read set: commit.
         case valid
         /// Some revision in `(base, head]` wrote what the read set read: abort.
         case conflict
-        /// `base` is below `floor` (forgotten) or above `head`: it cannot be checked; abort, and the
-        /// proposer evaluates again on a recent replica.
+        /// `base` is below `floor` (forgotten) or above `head`: it cannot be checked on any node;
+        /// abort, and the proposer evaluates again on a recent replica.
         case outOfWindow
+        /// `base` is in the window but before this window's history starts: other nodes can
+        /// decide, this one cannot. Not an abort: this node must catch up its history first.
+        case missingHistory
     }
 
     public struct OutOfOrder: Error, Sendable, Equatable, CustomStringConvertible {
@@ -34,7 +37,7 @@ public final class VersionWindow {
     /// The last recorded revision.
     public private(set) var head: UInt64
     /// The revision the window's history starts after.
-    private let start: UInt64
+    public let historyStart: UInt64
 
     private let dataRoot = VersionNode()
     /// The parent of every virtual root (`.rules`, `.limits`); carries no versions itself.
@@ -49,11 +52,11 @@ public final class VersionWindow {
     public init(capacity: UInt64 = VersionWindow.defaultCapacity, head: UInt64 = 0) {
         self.capacity = capacity
         self.head = head
-        start = head
+        historyStart = head
     }
 
-    /// The oldest `base` that can still be validated: `head - capacity`, or the window's start.
-    public var floor: UInt64 { max(start, head >= capacity ? head - capacity : 0) }
+    /// The oldest `base` that can still be validated: `head - capacity` (0 early on).
+    public var floor: UInt64 { head >= capacity ? head - capacity : 0 }
 
     /// Records what revision `rev` (which must be `head + 1`) wrote; an aborted entry, or one of a
     /// kind that writes nothing, records `[]`.
@@ -73,6 +76,7 @@ public final class VersionWindow {
     public func validate(_ readSet: ReadSet, base: UInt64) -> Validation {
         guard base >= floor, base <= head else { return .outOfWindow }
         guard base < head else { return .valid }
+        guard base >= historyStart else { return .missingHistory }
         for path in readSet.subtrees {
             guard let node = walk(path, base: base) else { return .conflict }
             if let node, node.below > base { return .conflict }
@@ -84,7 +88,7 @@ public final class VersionWindow {
         return .valid
     }
 
-    /// True when the read set cannot be shown unchanged since `base` (a conflict, or out of window).
+    /// True when the read set cannot be shown unchanged since `base` (anything but `valid`).
     public func conflicts(readSet: ReadSet, base: UInt64) -> Bool {
         validate(readSet, base: base) != .valid
     }
@@ -132,7 +136,7 @@ public final class VersionWindow {
     /// Forgets the revisions at or below `floor`: each node they made whose newest revision is
     /// that old goes, with everything below it.
     private func expire() {
-        let floor = self.floor
+        let floor = max(self.floor, historyStart)
         while expiryStart < expiry.count, expiry[expiryStart].rev <= floor {
             for write in expiry[expiryStart].writes { prune(write.path, floor: floor) }
             expiryStart += 1

@@ -8,8 +8,9 @@ struct VersionWindowTests {
     struct Reference {
         var history: [(rev: UInt64, writes: [WrittenPath])] = []
 
-        func validate(_ readSet: ReadSet, base: UInt64, floor: UInt64, head: UInt64) -> VersionWindow.Validation {
+        func validate(_ readSet: ReadSet, base: UInt64, floor: UInt64, head: UInt64, start: UInt64) -> VersionWindow.Validation {
             guard base >= floor, base <= head else { return .outOfWindow }
+            if base < head, base < start { return .missingHistory }
             for entry in history where entry.rev > base && entry.rev <= head {
                 if entry.writes.contains(where: readSet.conflicts(with:)) { return .conflict }
             }
@@ -52,18 +53,18 @@ struct VersionWindowTests {
                 let writes = (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.randomWrite(&random) }
                 try window.record(writes, rev: rev)
                 reference.history.append((rev, writes))
-                #expect(window.floor == max(start, rev >= capacity ? rev - capacity : 0))
+                #expect(window.floor == (rev >= capacity ? rev - capacity : 0))
                 for _ in 0..<6 {
                     let readSet = Self.randomReadSet(&random)
                     let low = window.floor >= 2 ? window.floor - 2 : 0
                     let base = UInt64.random(in: low...(rev + 1), using: &random)
-                    let expected = reference.validate(readSet, base: base, floor: window.floor, head: rev)
+                    let expected = reference.validate(readSet, base: base, floor: window.floor, head: rev, start: start)
                     #expect(window.validate(readSet, base: base) == expected,
                             "seed \(seed) capacity \(capacity) head \(rev) base \(base) reads \(readSet)")
                     #expect(window.conflicts(readSet: readSet, base: base) == (expected != .valid))
                 }
                 // Memory follows what the window still holds: at most one node per key written in it.
-                let held = reference.history.filter { $0.rev > window.floor }.flatMap(\.writes).map(\.path.count).reduce(0, +)
+                let held = reference.history.filter { $0.rev > max(window.floor, start) }.flatMap(\.writes).map(\.path.count).reduce(0, +)
                 #expect(window.nodeCount <= held)
             }
             // Once every write has left the window, nothing is held.
@@ -100,8 +101,9 @@ struct VersionWindowTests {
         #expect(throws: VersionWindow.OutOfOrder.self) { try window.record([], rev: 10) }
         try window.record(writes: [try Path("/a")], rev: 11)
         #expect(window.head == 11)
-        #expect(window.validate(ReadSet(), base: 9) == .outOfWindow)   // before the window's start
-        #expect(window.validate(ReadSet(), base: 12) == .outOfWindow)  // after the head
+        #expect(window.validate(ReadSet(), base: 8) == .outOfWindow)      // forgotten on every node
+        #expect(window.validate(ReadSet(), base: 9) == .missingHistory)   // before this window's start
+        #expect(window.validate(ReadSet(), base: 12) == .outOfWindow)     // after the head
         try window.record([], rev: 12)
         try window.record([], rev: 13)
         #expect(window.floor == 11)
