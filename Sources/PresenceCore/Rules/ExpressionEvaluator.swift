@@ -18,10 +18,21 @@ struct EvaluationContext {
     var data: TreeView
     var newData: TreeView
     var bindings: [String]
-    /// Set only when the caller wants the read set (`ReadRecorder`); nil costs one check per read.
-    /// Not counted: the caller keeps the recorder alive for the whole evaluation (copies of the
-    /// context then cost no retain and release).
-    unowned(unsafe) var recorder: ReadRecorder?
+    /// Set only when the caller wants the read set (`ReadRecorder`), which it keeps alive for the
+    /// whole evaluation. A plain pointer: testing it, and copying the context, count no references.
+    var recorder: Unmanaged<ReadRecorder>?
+
+    /// Records a read (only called when `recorder != nil`; never inlined into the hot path).
+    @inline(never)
+    func record(_ snapshot: RuleSnapshot, _ read: ReadRecorder.Read, relative: String? = nil) {
+        recorder?.takeUnretainedValue().record(snapshot, read, relative: relative)
+    }
+
+    /// Records a `newData` read at the first `count` keys of `path`.
+    @inline(never)
+    func recordNewData(_ path: [String], count: Int, _ read: ReadRecorder.Read) {
+        recorder?.takeUnretainedValue().record(path, count: count, isNew: true, read)
+    }
 
     func snapshot(_ view: TreeView, isNew: Bool) -> RuleSnapshot {
         RuleSnapshot(view: view, isNew: isNew, base: path, baseCount: depth, extra: [])
@@ -75,7 +86,7 @@ struct EvaluationContext {
                 guard case .string(let key) = try eval(element) else {
                     throw RuleRuntimeError(reason: "hasChildren() with a non-string name")
                 }
-                recorder?.record(snap, .shape, relative: key)
+                if recorder != nil { record(snap, .shape, relative: key) }
                 if !Self.childView(snap.view, key).exists { return .bool(false) }
             }
             return .bool(true)
@@ -166,11 +177,11 @@ struct EvaluationContext {
     private func snapshotCall(_ method: CompiledExpression.SnapshotMethod, _ target: CompiledExpression,
                               _ args: [CompiledExpression]) throws(RuleRuntimeError) -> RuleValue {
         let snap = try snapshotValue(target)
-        if let recorder {
+        if recorder != nil {
             switch method {
             case .child, .parent, .hasChild: break
-            case .getPriority: recorder.record(snap, .priority)
-            case .val, .hasChildren, .exists, .isNumber, .isString, .isBoolean: recorder.record(snap, .shape)
+            case .getPriority: record(snap, .priority)
+            case .val, .hasChildren, .exists, .isNumber, .isString, .isBoolean: record(snap, .shape)
             }
         }
         switch method {
@@ -180,7 +191,7 @@ struct EvaluationContext {
         case .child: return .snapshot(SnapshotBox(child(snap, try stringArgument(args[0], "child"))))
         case .hasChild:
             let path = try stringArgument(args[0], "hasChild")
-            recorder?.record(snap, .shape, relative: path)
+            if recorder != nil { record(snap, .shape, relative: path) }
             return .bool(Self.childView(snap.view, path).exists)
         case .parent: return .snapshot(SnapshotBox(try parent(snap)))
         case .hasChildren: return .bool(snap.view.hasChildren)

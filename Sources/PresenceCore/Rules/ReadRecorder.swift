@@ -65,8 +65,6 @@ final class ReadRecorder {
     }
 
     /// Records `read` of `snapshot`'s location, or of `relative` (a `child()` path) below it.
-    /// Never inlined: the evaluator's hot functions keep only a call on a path they do not take.
-    @inline(never)
     func record(_ snapshot: RuleSnapshot, _ read: Read, relative: String? = nil) {
         var location = Location(base: snapshot.base, baseCount: snapshot.baseCount, extra: snapshot.extra)
         if let relative {
@@ -81,7 +79,6 @@ final class ReadRecorder {
     }
 
     /// Records `read` at the first `count` keys of `path`.
-    @inline(never)
     func record(_ path: [String], count: Int, isNew: Bool, _ read: Read) {
         record(Location(base: path, baseCount: count), isNew: isNew, read)
     }

@@ -34,7 +34,7 @@ public struct RuleCondition: Sendable {
         let view = TreeView(node: root)
         let context = EvaluationContext(
             auth: RuleSet.authValue(auth), now: Double(now), query: .none, root: view, newRoot: nil,
-            path: [], depth: 0, data: view, newData: .empty, bindings: [], recorder: recorder)
+            path: [], depth: 0, data: view, newData: .empty, bindings: [], recorder: recorder.map(Unmanaged.passUnretained))
         if case .success(true) = context.evaluate(expression) { return true }
         return false
     }

@@ -17,7 +17,7 @@ extension RuleSet {
         let rootView = TreeView(node: root)
         var context = EvaluationContext(
             auth: Self.authValue(auth), now: Double(now), query: query ?? .none, root: rootView, newRoot: nil,
-            path: segments, depth: 0, data: rootView, newData: .empty, bindings: [], recorder: recorder)
+            path: segments, depth: 0, data: rootView, newData: .empty, bindings: [], recorder: recorder.map(Unmanaged.passUnretained))
         var node = self.root
         var failures: [String] = []
         var depth = 0

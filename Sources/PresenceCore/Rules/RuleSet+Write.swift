@@ -38,7 +38,7 @@ extension RuleSet {
         let newRoot = TreeView(root: root, writes: overlay)
         var context = EvaluationContext(
             auth: Self.authValue(auth), now: Double(now), query: .none, root: oldRoot, newRoot: newRoot,
-            path: [], depth: 0, data: oldRoot, newData: newRoot, bindings: [], recorder: recorder)
+            path: [], depth: 0, data: oldRoot, newData: newRoot, bindings: [], recorder: recorder.map(Unmanaged.passUnretained))
         var grants: [String] = []
         for (segments, _) in normalized {
             switch check(segments, &context, oldRoot: oldRoot, newRoot: newRoot) {
@@ -93,7 +93,7 @@ extension RuleSet {
             }
             if let rule = node.validate {
                 // Whether it runs depends on whether newData exists here.
-                context.recorder?.record(segments, count: depth, isNew: true, .shape)
+                if context.recorder != nil { context.recordNewData(segments, count: depth, .shape) }
                 if context.newData.exists, let failure = Self.validate(rule, context) {
                     return .failure(Denial(reason: "write denied at \(Self.describe(segments, upTo: segments.count)): \(failure)"))
                 }
@@ -118,7 +118,7 @@ extension RuleSet {
         }
         if reachedTarget, node.validatesBelow {
             // Which descendants are validated depends on the written value (read as newData).
-            context.recorder?.record(segments, count: segments.count, isNew: true, .subtree)
+            if context.recorder != nil { context.recordNewData(segments, count: segments.count, .subtree) }
         }
         if reachedTarget, node.validatesBelow, context.newData.exists {
             var path = segments
