@@ -4,8 +4,9 @@ import PresenceCore
 /// Differential soundness of read-set recording: a decision must not change when the stored tree
 /// changes only outside the recorded read set. Writes are drawn near what matters (the read set,
 /// the operation's paths, the stored tree) and checked with `ReadSet.conflicts(with:)` and the
-/// exact `WrittenPath` of each write; the converse (a conflicting write does change some decisions)
-/// keeps the check from passing with a recorder that records too much or checks too little.
+/// exact `WrittenPath` of each write. Two more counts keep it meaningful: conflicting writes do
+/// change many decisions (the writes reach what matters), and thousands of writes fall outside the
+/// read sets (a recorder that recorded everything would leave none).
 @Suite("Read-set soundness")
 struct ReadSetSoundnessTests {
     static func vectorCase(_ vector: RulesVector) throws -> DecisionCase {
