@@ -1,3 +1,4 @@
+import Logging
 import PresenceCore
 import PresenceLoop
 
@@ -15,6 +16,9 @@ final class EngineSteps {
     let limitEventLog: LimitEventLog?
     private var timer: LoopTimer!
     private var timerDeadline: Int64?
+    /// For the engine's notices: a connection's first refusal by a per-connection limit, the
+    /// namespace cap reached (`Engine.takeNotices`).
+    private let logger = Logger(label: "presence-server")
 
     init(engine: Engine, metrics: ServerMetrics, storage: StorageLink, outbox: Outbox, limitEventLog: LimitEventLog?,
          runtime: LoopRuntime) {
@@ -47,6 +51,7 @@ final class EngineSteps {
             for id in dropped { engine.disconnect(ConnectionID(id), now: now) }
         }
         recordLimitEvents()
+        for notice in engine.takeNotices() { logger.warning("\(notice)") }
         armTimer()
         return barrier
     }

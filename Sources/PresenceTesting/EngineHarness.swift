@@ -12,10 +12,12 @@ public final class EngineHarness {
     private var nextID: UInt64 = 1
     private var nextSession = 1
 
-    public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock(), graceMilliseconds: Int64 = 0) {
+    public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock(), graceMilliseconds: Int64 = 0,
+                limits: EngineLimits = .default) {
         self.clock = clock
         var counter = 0
-        self.engine = Engine(configuration: Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds), policy: policy, makeSessionID: {
+        let configuration = Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds, limits: limits)
+        self.engine = Engine(configuration: configuration, policy: policy, makeSessionID: {
             counter += 1
             return "session\(counter)"
         })

@@ -13,3 +13,18 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+extension SeededRandom {
+    /// A number in `range`: `next()` modulo its width (the sequence the storage conformance and the
+    /// engine's randomized tests replay from their seeds).
+    public mutating func int(_ range: ClosedRange<Int>) -> Int {
+        range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
+    }
+
+    /// A number in 0..<upper.
+    public mutating func int(_ upper: Int) -> Int { int(0...(upper - 1)) }
+
+    public mutating func chance(_ probability: Double) -> Bool {
+        Double(next() % 1_000_000) / 1_000_000 < probability
+    }
+}

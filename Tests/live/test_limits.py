@@ -318,7 +318,8 @@ def test_firebase_admin_sdk_reads_the_list_and_standing_and_honours_retry_after(
 
 
 def test_a_version_1_data_directory_upgrades_in_place():
-    """Data directories written before limits existed (schema 1) open and gain the usage table."""
+    """Data directories written before limits existed (schema 1) open and gain the usage table (and
+    every later table)."""
     import sqlite3
     data_dir = tempfile.mkdtemp(prefix="presence-upgrade-")
     server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS, data_dir=data_dir)
@@ -337,7 +338,9 @@ def test_a_version_1_data_directory_upgrades_in_place():
     finally:
         server.stop()
     db = sqlite3.connect(os.path.join(data_dir, "presence.sqlite"))
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    # The current schema (3: limit_usage, then session_changes), reached in place from 1.
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'session_changes'").fetchone() == ("session_changes",)
     assert db.execute("SELECT ns, limit_name, uid, count FROM limit_usage").fetchall() == [("demo", "refreshOnlineUsers", "bob", 1)]
     db.close()
 

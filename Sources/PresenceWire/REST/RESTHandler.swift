@@ -143,7 +143,8 @@ public final class RESTHandler {
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .error(400, error.description) }
-        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true) {
+        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
+                           shallow: request.query["shallow"] == "true") {
         case .failure(let error): return .refusal(for: error)
         case .success(let node):
             var headers: [(String, String)] = []
