@@ -7,9 +7,14 @@ import socket
 import time
 
 
-def upgrade(host, port, path="/.ws?v=5&ns=demo", wrap=None, timeout=5):
-    """A raw WebSocket connection (upgrade done): (socket, bytes read after the 101)."""
-    sock = socket.create_connection((host, port), timeout=timeout)
+def upgrade(host, port, path="/.ws?v=5&ns=demo", wrap=None, timeout=5, rcvbuf=None):
+    """A raw WebSocket connection (upgrade done): (socket, bytes read after the 101). `rcvbuf`
+    sets SO_RCVBUF before connecting (a client that reads slowly)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(timeout)
+    sock.connect((host, port))
     if wrap:
         sock = wrap(sock)
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
