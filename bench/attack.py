@@ -193,10 +193,11 @@ def latency_summary(pairs, phase):
             "p99_ms": round(values[min(len(values) - 1, int(len(values) * 0.99))], 2), "max_ms": round(values[-1], 2)}
 
 
-def starvation(attack, args):
-    """Why the bystander counts as starved during the attack (None if it was served): a push lost
-    (not seen 5 s after the attack), fewer than half its writes made, or a p99 over --starved-ms."""
-    expected = args.rate * args.duration
+def starvation(attack, seconds, args):
+    """Why the bystander counts as starved during the attack's `seconds` (None if it was served): a
+    push lost (not seen 5 s after the attack), fewer than half its writes made, or a p99 over
+    --starved-ms."""
+    expected = args.rate * seconds
     if attack.get("lost"):
         return f"{attack['lost']} pushes lost"
     if attack.get("samples", 0) < expected / 2:
@@ -242,6 +243,7 @@ def run(name, args):
     phase.value = 1
     time.sleep(args.baseline)
     phase.value = 2
+    attack_started = time.time()
     outcome_queue = multiprocessing.Queue()
     attacker = multiprocessing.Process(target=attack_scenarios.run_attacker, args=(name, context, outcome_queue))
     attacker.start()
@@ -250,6 +252,7 @@ def run(name, args):
         attacker.kill()
     outcome = outcome_queue.get() if not outcome_queue.empty() else {"error": "the attacker reported nothing"}
     phase.value = 3
+    attack_seconds = time.time() - attack_started
     pairs = results.get(timeout=60)
     watcher.join(10)
     time.sleep(0.5)
@@ -262,7 +265,7 @@ def run(name, args):
     baseline_rss = statistics.median(s[2] for s in samples if s[1] == 1) if any(s[1] == 1 for s in samples) else None
     base, attack = latency_summary(pairs, 1), latency_summary(pairs, 2)
     ratio = round(attack["p99_ms"] / base["p99_ms"], 2) if base.get("p99_ms") and attack.get("p99_ms") else None
-    starved = starvation(attack, args)
+    starved = starvation(attack, attack_seconds, args)
     report = {
         "scenario": name,
         "what": scenario["what"],
@@ -274,6 +277,7 @@ def run(name, args):
         "p99_ratio": ratio,
         "within_2x": ratio is not None and ratio <= 2,
         "bystander_starved": starved,
+        "attack_seconds": round(attack_seconds, 1),
         "rss_kib": {"baseline_median": baseline_rss, "attack_peak": max((s[2] for s in samples if s[1] == 2), default=None),
                     "end": end_rss},
         "fds": {"baseline": next((s[3] for s in samples if s[1] == 1), None),
