@@ -4,6 +4,7 @@ Server-Sent Events), half-open handshakes are dropped. Each time another client 
 the offender leaves the engine. Behaviour only: the latency bounds are benchmarks (bench/attack.py)."""
 import json
 import re
+from contextlib import contextmanager
 import socket
 import time
 
@@ -13,6 +14,17 @@ from conftest import Server
 from wsraw import TEXT, Reader, frame, request, upgrade
 
 OWNER = {"Authorization": "Bearer owner"}
+
+
+@contextmanager
+def serving(*flags):
+    """A server (open rules, no grace, in memory) with these flags that must still be alive at the end."""
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", *flags)
+    try:
+        yield server
+    finally:
+        assert server.alive()
+        server.stop()
 
 
 def stats(server):
@@ -26,9 +38,7 @@ def metric(server, name):
 
 
 def test_a_message_storm_is_slowed_by_its_budget_loses_nothing_and_others_are_served():
-    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory",
-                    "--max-messages-per-second", "100", "--message-burst", "50")
-    try:
+    with serving("--max-messages-per-second", "100", "--message-burst", "50") as server:
         bystander = server.client()
         sock, pending = upgrade(server.host, server.port)
         storm = Reader(sock, pending)
@@ -52,17 +62,12 @@ def test_a_message_storm_is_slowed_by_its_budget_loses_nothing_and_others_are_se
         assert acked == list(range(1, 501))
         assert bystander.call("g", {"p": "/storm/0", "q": {}})["d"] == 500
         sock.close()
-    finally:
-        assert server.alive()
-        server.stop()
 
 
 def test_requests_that_make_the_server_work_hard_spend_the_budget_faster_than_their_count():
     # Ten reads are far below a burst of 50 messages, but each read of 20,000 children holds the
     # loop for milliseconds (a token per 100 µs): the reader is paused, the bystander is served.
-    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory",
-                    "--max-messages-per-second", "100", "--message-burst", "50")
-    try:
+    with serving("--max-messages-per-second", "100", "--message-burst", "50") as server:
         base = f"http://{server.host}:{server.port}"
         children = {f"k{i:05d}": f"value {i}" for i in range(20_000)}
         assert requests.patch(f"{base}/big.json", params={"ns": "demo"}, json=children, headers=OWNER, timeout=60).status_code == 200
@@ -78,14 +83,10 @@ def test_requests_that_make_the_server_work_hard_spend_the_budget_faster_than_th
         assert metric(server, "presence_connections_throttled_total") >= 1
         assert bystander.call("p", {"p": "/bystander", "d": 1})["s"] == "ok"
         sock.close()
-    finally:
-        assert server.alive()
-        server.stop()
 
 
 def test_a_websocket_client_that_never_reads_is_dropped_at_the_queue_limit():
-    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", "--max-queued-bytes", "2097152")
-    try:
+    with serving("--max-queued-bytes", "2097152") as server:
         sock, pending = upgrade(server.host, server.port)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.sendall(frame(TEXT, request(1, "q", {"p": "/feed", "h": ""})))
@@ -105,14 +106,10 @@ def test_a_websocket_client_that_never_reads_is_dropped_at_the_queue_limit():
             time.sleep(0.1)
         assert writer.call("g", {"p": "/feed", "q": {}})["s"] == "ok"
         sock.close()
-    finally:
-        assert server.alive()
-        server.stop()
 
 
 def test_a_stream_that_never_reads_is_dropped_and_leaves_the_engine():
-    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", "--max-queued-bytes", "2097152")
-    try:
+    with serving("--max-queued-bytes", "2097152") as server:
         base = f"http://{server.host}:{server.port}"
         stream = socket.create_connection((server.host, server.port))
         stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -140,14 +137,10 @@ def test_a_stream_that_never_reads_is_dropped_and_leaves_the_engine():
             time.sleep(0.1)
         assert requests.get(f"{base}/feed.json", params={"ns": "demo"}, timeout=5).json() == 2
         stream.close()
-    finally:
-        assert server.alive()
-        server.stop()
 
 
 def test_half_open_handshakes_are_dropped_and_others_are_served():
-    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", "--http-timeout", "2")
-    try:
+    with serving("--http-timeout", "2") as server:
         silent = [socket.create_connection((server.host, server.port)) for _ in range(100)]
         partial = []
         for _ in range(100):
@@ -168,6 +161,3 @@ def test_half_open_handshakes_are_dropped_and_others_are_served():
                 pass
             sock.close()
         assert client.call("g", {"p": "/ok", "q": {}})["d"] == 1
-    finally:
-        assert server.alive()
-        server.stop()

@@ -8,6 +8,7 @@ import pytest
 import requests
 
 from conftest import PRESENCE_RULES, Server, unsigned_token
+from wsraw import read_to_close
 
 ADMIN = b"Authorization: Bearer owner\r\n"
 
@@ -40,19 +41,21 @@ def status_line(sock):
     return data.split(b"\r\n", 1)[0].decode()
 
 
-def read_to_close(sock, timeout=15):
-    sock.settimeout(timeout)
-    data = b""
-    while True:
+def trickle(sock, pieces, pause=0.5):
+    """Sends `pieces` one at a time, `pause` apart, until the server closes the connection:
+    seconds until it did, or None if it never did."""
+    started = time.time()
+    for piece in pieces:
         try:
-            chunk = sock.recv(65536)
+            sock.sendall(piece)
+            sock.settimeout(pause)
+            if sock.recv(1) == b"":
+                return time.time() - started
         except socket.timeout:
-            return data, False
-        except ConnectionResetError:
-            return data, "reset"
-        if not chunk:
-            return data, True
-        data += chunk
+            continue
+        except OSError:
+            return time.time() - started
+    return None
 
 
 def still_served(server):
@@ -131,23 +134,10 @@ def test_bodies_in_flight_share_a_bounded_room(server):
 def test_a_body_trickled_byte_by_byte_is_dropped_at_its_deadline(server):
     sock = connect(server)
     sock.sendall(head(b"/a.json", 100, ADMIN) + b"1")
-    started = time.time()
-    dropped = False
-    while time.time() - started < 30:
-        try:
-            sock.sendall(b" ")
-            sock.settimeout(0.5)
-            if sock.recv(1) == b"":
-                dropped = True
-                break
-        except socket.timeout:
-            continue
-        except OSError:
-            dropped = True
-            break
     # --http-timeout 2, plus 1 s per 64 KiB of body, checked once a second (generous bound: the
     # machine may be busy; without a deadline a byte every half second would keep it open forever).
-    assert dropped and time.time() - started < 20, time.time() - started
+    dropped_after = trickle(sock, [b" "] * 60)
+    assert dropped_after is not None and dropped_after < 20, dropped_after
     sock.close()
     assert "not received in time" in server.read_log()
     still_served(server)
@@ -155,23 +145,11 @@ def test_a_body_trickled_byte_by_byte_is_dropped_at_its_deadline(server):
 
 def test_a_slow_head_is_dropped(server):
     sock = connect(server)
-    started = time.time()
-    dropped = False
-    # --http-timeout 2; the head would take 30 s at this pace. Generous bounds: the machine may be busy.
-    for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 120:
-        try:
-            sock.sendall(bytes([byte]))
-            sock.settimeout(0.2)
-            if sock.recv(1) == b"":
-                dropped = True
-                break
-        except socket.timeout:
-            continue
-        except OSError:
-            dropped = True
-            break
-    assert dropped, "a head trickled for 30 s was still being read"
-    assert time.time() - started < 20, time.time() - started
+    # --http-timeout 2; the head would take 30 s at this pace. Generous bound: the machine may be busy.
+    slow_head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 120
+    dropped_after = trickle(sock, [bytes([byte]) for byte in slow_head], pause=0.2)
+    assert dropped_after is not None, "a head trickled for 30 s was still being read"
+    assert dropped_after < 20, dropped_after
     sock.close()
     still_served(server)
 

@@ -32,6 +32,23 @@ def upgrade(host, port, path="/.ws?v=5&ns=demo", wrap=None, timeout=5, rcvbuf=No
     return sock, rest
 
 
+def read_to_close(sock, timeout=15):
+    """Everything the server sends until it closes: (bytes, True when closed, "reset" when reset,
+    False when still open after `timeout`)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            return data, False
+        except ConnectionResetError:
+            return data, "reset"
+        if not chunk:
+            return data, True
+        data += chunk
+
+
 def frame(opcode, payload=b"", fin=True, rsv=0, masked=True, length=None):
     """One client frame. `rsv` is the 3 reserved bits (0-7); `length` overrides the encoded
     payload length (e.g. a 64-bit length with its top bit set)."""
