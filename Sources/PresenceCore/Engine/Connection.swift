@@ -137,6 +137,11 @@ struct HeldOps {
     /// Server timestamps resolve to this moment: `lastSeen` is when the user left.
     let disconnectedAt: Int64
     let runAt: Int64
+    /// The connection that held the session on this node (nil: restored, taken over or adopted).
+    /// Replicated, that connection's own writes still in the log's queue must not supersede it.
+    var connection: ConnectionID? = nil
+    /// Replicated: the run proposal in flight (the session is out of the timer's order meanwhile).
+    var running: UInt64? = nil
 }
 
 extension Credentials {
