@@ -155,7 +155,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
+        .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting", "PresenceWire"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "PresenceAuthTests",

@@ -1,0 +1,164 @@
+import PresenceCore
+import PresenceTesting
+import Testing
+
+/// Three replicated engines on one `FakeLog` (issue 14, at the core level): one global order,
+/// own writes, rules and transactions that race correctly, equal replicas.
+@Suite struct ReplicatedEngineTests {
+    static func isPush(_ text: String) -> Bool { text.hasPrefix(#"{"t":"d","d":{"a":"#) }
+
+    static func reply(_ r: Int, in texts: [String]) -> String? {
+        texts.first { $0.hasPrefix("{\"t\":\"d\",\"d\":{\"r\":\(r),") }
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func writesOnAnyNodeReachEveryListenerInOneOrder(seed: UInt64) {
+        let log = FakeLog(nodes: 3)
+        let listeners = (0..<3).map { log.connect(to: $0) }
+        let writers = (0..<3).map { log.connect(to: $0) }
+        log.settle()
+        for listener in listeners { log.request(1, "q", #"{"p":"/room","h":""}"#, from: listener) }
+        log.settle()
+        for client in listeners + writers { _ = log.take(client) }
+
+        var random = SeededRandom(seed: seed)
+        var next = [1, 1, 1]
+        var sent = 0
+        while true {
+            if sent < 45, random.chance(0.3) {
+                let w = random.int(3)
+                let r = next[w]
+                switch random.int(3) {
+                case 0: log.request(r, "p", "{\"p\":\"/room/last\",\"d\":\"\(w)-\(r)\"}", from: writers[w])
+                case 1: log.request(r, "m", "{\"p\":\"/room\",\"d\":{\"by/\(w)\":\(r),\"last\":\"m\(w)-\(r)\"}}", from: writers[w])
+                default: log.request(r, "p", "{\"p\":\"/room/by/\(random.int(3))\",\"d\":null}", from: writers[w])
+                }
+                next[w] += 1
+                sent += 1
+            } else if !log.randomStep(&random, weights: [1, 2, 4]), sent >= 45 {
+                break
+            }
+        }
+        log.settle()
+
+        #expect(log.applyErrors.isEmpty)
+        let pushes = listeners.map { log.take($0).filter(Self.isPush) }
+        #expect(!pushes[0].isEmpty)
+        #expect(pushes[1] == pushes[0])
+        #expect(pushes[2] == pushes[0])
+        for (index, writer) in writers.enumerated() {
+            let replies = log.take(writer)
+            #expect(replies.count == next[index] - 1)
+            #expect(replies.allSatisfy { $0.contains(#""s":"ok""#) })
+        }
+        #expect(log.tree(1) == log.tree(0))
+        #expect(log.tree(2) == log.tree(0))
+        #expect(log.nodes.allSatisfy { $0.engine.appliedRevision(namespace: "test") == UInt64(log.head()) })
+        #expect(log.nodes.allSatisfy { $0.engine.pendingStepCount == 0 })
+    }
+
+    @Test func aClientSeesItsOwnAcknowledgedWritesAndABarrieredReadOnAnotherNodeToo() {
+        let log = FakeLog(nodes: 2, readBarrier: true)
+        let alice = log.connect(to: 0)
+        let bob = log.connect(to: 1)
+        log.settle()
+        _ = log.take(alice)
+        _ = log.take(bob)
+
+        log.request(1, "p", #"{"p":"/x","d":1}"#, from: alice)
+        #expect(log.take(alice).isEmpty) // not acknowledged before the log has it
+        log.perform(0)
+        #expect(log.take(alice).isEmpty) // appended, not yet applied here
+        log.deliver(0)
+        #expect(Self.reply(1, in: log.take(alice))?.contains(#""s":"ok""#) == true)
+        log.request(2, "g", #"{"p":"/x"}"#, from: alice)
+        log.perform(0) // the barrier: the head is already applied
+        #expect(Self.reply(2, in: log.take(alice))?.contains(#""d":1"#) == true)
+
+        // Node 1 has not applied revision 1: its read waits for it rather than answer null.
+        log.request(1, "g", #"{"p":"/x"}"#, from: bob)
+        log.perform(1)
+        #expect(log.take(bob).isEmpty)
+        log.deliver(1)
+        #expect(Self.reply(1, in: log.take(bob))?.contains(#""s":"ok","d":1"#) == true)
+    }
+
+    static let banRules = try! RuleSet.load(text: """
+        {"rules": {
+          "banned": {".read": true, "$uid": {".write": "auth != null && auth.uid === 'admin'"}},
+          "members": {".read": true, "$uid": {".write": "auth != null && auth.uid === $uid && !root.child('banned').child($uid).exists()"}}
+        }}
+        """, source: "test")
+
+    @Test func aJoinAllowedOnAStaleReplicaButNotAfterTheBanIsRefused() {
+        let log = FakeLog(nodes: 3, policy: Self.banRules)
+        let admin = log.connect(to: 0)
+        let mallory = log.connect(to: 1)
+        let watcher = log.connect(to: 2)
+        log.settle()
+        log.signIn(admin, as: "admin")
+        log.signIn(mallory, as: "mallory")
+        log.request(1, "q", #"{"p":"/members","h":""}"#, from: watcher)
+        log.settle()
+        _ = log.take(watcher)
+
+        log.request(1, "p", #"{"p":"/banned/mallory","d":true}"#, from: admin)
+        log.perform(0) // the ban is in the log; node 1 has not applied it
+        log.request(1, "p", #"{"p":"/members/mallory","d":true}"#, from: mallory)
+        #expect(!log.nodes[1].commands.isEmpty) // allowed on the stale replica: proposed
+        log.perform(1) // ordered after the ban, evaluated before it
+        log.settle()
+
+        #expect(Self.reply(1, in: log.take(mallory))?.contains(#""s":"permission_denied""#) == true)
+        #expect(Self.reply(1, in: log.take(admin))?.contains(#""s":"ok""#) == true)
+        for index in 0..<3 {
+            #expect(log.tree(index).node(at: try! Path("members/mallory")) == .null)
+            #expect(log.tree(index).node(at: try! Path("banned/mallory")).leafValue == .bool(true))
+        }
+        #expect(log.take(watcher).filter(Self.isPush).isEmpty)
+    }
+
+    @Test(arguments: [11, 12, 13] as [UInt64])
+    func transactionsFromThreeNodesIncrementOneCounterExactly(seed: UInt64) {
+        let log = FakeLog(nodes: 3)
+        let clients = (0..<3).map { log.connect(to: $0) }
+        log.settle()
+        for client in clients { _ = log.take(client) }
+        var random = SeededRandom(seed: seed)
+        var done = [0, 0, 0]
+        var inFlight: [Int?] = [nil, nil, nil]
+        var next = [1, 1, 1]
+        var stale = 0
+        var steps = 0
+        while done.min()! < 100, steps < 500_000 {
+            steps += 1
+            for i in 0..<3 where inFlight[i] == nil && done[i] < 100 && random.chance(0.5) {
+                // The client's view is its node's replica (pushes reach it before any later reply).
+                let engine = log.nodes[i].engine
+                let current = engine.value(at: try! Path("counter"), namespace: "test")
+                let n: Int = if case .number(let value)? = current.leafValue { Int(value) } else { 0 }
+                let hash = engine.hash(current)!
+                log.request(next[i], "p", "{\"p\":\"/counter\",\"d\":\(n + 1),\"h\":\"\(hash)\"}", from: clients[i])
+                inFlight[i] = next[i]
+                next[i] += 1
+            }
+            _ = log.randomStep(&random)
+            for i in 0..<3 {
+                guard let r = inFlight[i], let answer = Self.reply(r, in: log.take(clients[i])) else { continue }
+                inFlight[i] = nil
+                if answer.contains(#""s":"ok""#) {
+                    done[i] += 1
+                } else {
+                    #expect(answer.contains(#""s":"datastale""#), "\(answer)")
+                    stale += 1
+                }
+            }
+        }
+        log.settle()
+        #expect(done == [100, 100, 100])
+        #expect(stale > 0) // the nodes did race
+        for index in 0..<3 {
+            #expect(log.tree(index).node(at: try! Path("counter")) .leafValue == .number(300))
+        }
+    }
+}
