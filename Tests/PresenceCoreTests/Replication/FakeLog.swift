@@ -226,22 +226,22 @@ final class FakeLog {
 
     // MARK: Node failure
 
-    /// Node `index` dies: it performs and receives nothing more. As REAP does, the log of every
-    /// namespace gets a `dead` entry, and `adopter` takes its sessions over as held, live ones dated
-    /// at its last beat (`lastBeat`, default now) and due a grace window from now.
-    func kill(_ index: Int, adopter: Int, lastBeat: Int64? = nil) {
-        let dead = nodes[index]
-        dead.alive = false
-        dead.commands = []
-        let beat = lastBeat ?? clock.now
-        lastBeats[dead.name] = beat
-        for ns in logs.keys.sorted() { append(.nodeDead(deadNode: dead.name, lastBeat: beat), by: nodes[adopter].name, to: ns) }
-        reap(dead.name, adopter: adopter)
+    /// Node `index` dies (`kill -9`): it performs and receives nothing more; its last beat was now.
+    func kill(_ index: Int) {
+        nodes[index].alive = false
+        nodes[index].commands = []
+        lastBeats[nodes[index].name] = clock.now
     }
 
-    /// Adopts the records of a dead node (REAP's second half; `kill` calls it).
-    func reap(_ deadName: String, adopter: Int) {
+    /// REAP by `adopter` once the dead node's lease expired: the log of every namespace gets a
+    /// `dead` entry, and `adopter` takes the dead node's sessions over as held, live ones dated at
+    /// its last beat and due a grace window from now.
+    func reap(_ index: Int, adopter: Int) {
+        let deadName = nodes[index].name
         let survivor = nodes[adopter]
+        for ns in logs.keys.sorted() {
+            append(.nodeDead(deadNode: deadName, lastBeat: lastBeats[deadName] ?? clock.now), by: survivor.name, to: ns)
+        }
         var adopted: [StoredSession] = []
         for id in records.keys.sorted() where records[id]!.owner == deadName {
             var record = records[id]!

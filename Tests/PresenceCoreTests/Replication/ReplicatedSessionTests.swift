@@ -1,0 +1,132 @@
+import PresenceCore
+import PresenceTesting
+import Testing
+
+/// onDisconnect across nodes on a `FakeLog` (issue 14): a dead node's users go offline once, on
+/// every survivor, dated at its last beat; a user who comes back through another node in time
+/// never shows offline.
+@Suite struct ReplicatedSessionTests {
+    static let offline = #"{"p":"/users/alice","d":{"online":false,"lastSeen":{".sv":"timestamp"}}}"#
+    static let online = #"{"p":"/users/alice","d":{"online":true,"lastSeen":{".sv":"timestamp"}}}"#
+
+    /// alice on node 0 with an offline op, online; a watcher of her presence on each other node.
+    func setUp(_ log: FakeLog) -> (alice: FakeLog.Client, watchers: [FakeLog.Client]) {
+        let alice = log.connect(to: 0)
+        let watchers = [log.connect(to: 1), log.connect(to: 2)]
+        log.settle()
+        log.signIn(alice, as: "alice")
+        log.request(1, "o", Self.offline, from: alice)
+        log.request(2, "p", Self.online, from: alice)
+        for watcher in watchers { log.request(1, "q", #"{"p":"/users/alice","h":""}"#, from: watcher) }
+        log.settle()
+        #expect(log.take(alice).filter { $0.contains(#""s":"ok""#) }.count == 2)
+        for watcher in watchers { _ = log.take(watcher) }
+        #expect(log.records.count == 1) // the op is in the session store, owned by node 0
+        return (alice, watchers)
+    }
+
+    static func pushes(_ log: FakeLog, _ client: FakeLog.Client) -> [String] {
+        log.take(client).filter(ReplicatedEngineTests.isPush)
+    }
+
+    @Test func theUsersOfADeadNodeGoOfflineOnceOnEverySurvivorAtItsLastBeat() {
+        let log = FakeLog(nodes: 3)
+        let (alice, watchers) = setUp(log)
+        let session = log.session(of: alice)
+        log.advance(byMilliseconds: 500)
+        let lastBeat = log.clock.now
+        log.kill(0)
+        log.advance(byMilliseconds: 5_000) // the lease runs out
+        log.reap(0, adopter: 1)
+        log.settle()
+        log.advance(byMilliseconds: 2_999)
+        log.settle()
+        for watcher in watchers { #expect(Self.pushes(log, watcher).isEmpty) }
+
+        log.advance(byMilliseconds: 1) // the grace window ends on the adopter
+        log.settle()
+        let expected = "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"users/alice\",\"d\":{\"lastSeen\":\(lastBeat),\"online\":false}}}}"
+        for watcher in watchers { #expect(Self.pushes(log, watcher) == [expected]) }
+
+        log.advance(byMilliseconds: 60_000)
+        log.settle()
+        for watcher in watchers { #expect(Self.pushes(log, watcher).isEmpty) }
+        #expect(log.runs(of: session) == 1)
+        #expect(log.records.isEmpty)
+        #expect(log.nodes[1].engine.heldSessionCount == 0 && log.nodes[2].engine.heldSessionCount == 0)
+        #expect(log.tree(1) == log.tree(2))
+    }
+
+    /// The client returns through node 2 before (`adoptedFirst` false) or after a survivor adopted
+    /// its session; either way it takes the session over and nobody sees it offline.
+    @Test(arguments: [false, true])
+    func aQuickReconnectElsewhereAfterANodeDiesShowsNoOfflineFlap(adoptedFirst: Bool) {
+        let log = FakeLog(nodes: 3)
+        let (alice, watchers) = setUp(log)
+        let session = log.session(of: alice)
+        log.kill(0)
+        if adoptedFirst {
+            log.advance(byMilliseconds: 1_000)
+            log.reap(0, adopter: 1)
+            log.settle()
+            #expect(log.nodes[1].engine.heldSessionCount == 1)
+        }
+        log.advance(byMilliseconds: 1_000)
+        let back = log.connect(to: 2, lastSession: session)
+        log.settle()
+        // Taken over: held on node 2 now; the adopter forgot it at the `takeover` entry.
+        #expect(log.nodes[1].engine.heldSessionCount == 0 && log.nodes[2].engine.heldSessionCount == 1)
+        log.signIn(back, as: "alice")
+        #expect(log.nodes[2].engine.heldSessionCount == 0)
+        log.request(1, "o", Self.offline, from: back)
+        log.request(2, "p", Self.online, from: back)
+        log.settle()
+        if !adoptedFirst {
+            log.advance(byMilliseconds: 4_000)
+            log.reap(0, adopter: 1) // finds nothing left to adopt
+            log.settle()
+        }
+        log.advance(byMilliseconds: 30_000)
+        log.settle()
+
+        #expect(log.runs(of: session) == 0)
+        for watcher in watchers {
+            #expect(!Self.pushes(log, watcher).contains { $0.contains(#""online":false"#) })
+        }
+        #expect(log.nodes[1].engine.heldSessionCount == 0 && log.nodes[2].engine.heldSessionCount == 0)
+        #expect(log.records.count == 1) // the new connection's own op, owned by node 2
+        #expect(log.records.values.first?.owner == log.nodes[2].name)
+        #expect(log.tree(1).node(at: try! Path("users/alice/online")).leafValue == .bool(true))
+    }
+
+    @Test func aReconnectElsewhereWhileTheOldConnectionIsOpenClosesItWithoutRunningItsOps() {
+        let log = FakeLog(nodes: 3)
+        let (alice, watchers) = setUp(log)
+        let session = log.session(of: alice)
+        let back = log.connect(to: 2, lastSession: session)
+        log.settle()
+        #expect(log.closeCode(of: alice) == 4001)
+        log.signIn(back, as: "alice")
+        log.advance(byMilliseconds: 30_000)
+        log.settle()
+        #expect(log.runs(of: session) == 0)
+        for watcher in watchers { #expect(Self.pushes(log, watcher).isEmpty) }
+        #expect(log.nodes.allSatisfy { $0.engine.heldSessionCount == 0 })
+        #expect(log.records.isEmpty)
+    }
+
+    @Test func aDisconnectOnALiveNodeRunsTheOpsOnceAfterTheGraceWindow() {
+        let log = FakeLog(nodes: 3)
+        let (alice, watchers) = setUp(log)
+        let session = log.session(of: alice)
+        log.disconnect(alice)
+        let at = log.clock.now
+        log.settle()
+        log.advance(byMilliseconds: 3_000)
+        log.settle()
+        let expected = "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":\"users/alice\",\"d\":{\"lastSeen\":\(at),\"online\":false}}}}"
+        for watcher in watchers { #expect(Self.pushes(log, watcher) == [expected]) }
+        #expect(log.runs(of: session) == 1)
+        #expect(log.records.isEmpty)
+    }
+}
