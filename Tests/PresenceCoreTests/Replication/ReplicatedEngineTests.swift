@@ -161,4 +161,25 @@ import Testing
             #expect(log.tree(index).node(at: try! Path("counter")) .leafValue == .number(300))
         }
     }
+
+    @Test(arguments: [21, 22, 23] as [UInt64])
+    func aWriteLimitIsSpentOnceInTheWholeCluster(seed: UInt64) {
+        let log = FakeLog(nodes: 3, policy: WriteLimitsTests.rules, maxReproposals: 50)
+        for node in log.nodes { node.engine.setLimits(WriteLimitsTests.limits) }
+        let clients = (0..<3).map { log.connect(to: $0) }
+        log.settle()
+        for client in clients { log.signIn(client, as: "alice") }
+        var random = SeededRandom(seed: seed)
+        for (index, client) in clients.enumerated() {
+            for n in 1...2 { log.request(n, "p", "{\"p\":\"/messages/alice/m\(index)-\(n)\",\"d\":\"hi\"}", from: client) }
+        }
+        while log.randomStep(&random) {}
+        let replies = clients.flatMap { client in [1, 2].compactMap { Self.reply($0, in: log.peek(client)) } }
+        #expect(replies.count == 6)
+        #expect(replies.filter { $0.contains(#""s":"ok""#) }.count == 3)
+        #expect(replies.filter { $0.contains(#""s":"rate_limited""#) }.count == 3)
+        let key = LimitUsageKey(namespace: "test", limit: "sendMessage", uid: "alice")
+        for node in log.nodes { #expect(node.engine.limitUsage(key)?.count == 3) }
+        #expect(log.tree(1) == log.tree(0) && log.tree(2) == log.tree(0))
+    }
 }
