@@ -150,13 +150,8 @@ final class FakeLog {
         let effect = node.commands.removeFirst()
         let engine = node.engine
         switch effect {
-        case .follow(let ns):
-            node.applied[ns] = 0
-            node.catchUpTo[ns] = logs[ns]?.count ?? 0
-            if node.catchUpTo[ns] == 0 { engine.caughtUp(namespace: ns, now: clock.now) }
-        case .unfollow(let ns):
-            node.applied[ns] = nil
-            node.catchUpTo[ns] = nil
+        case .follow, .unfollow:
+            break // performed as they are produced (`collect`)
         case .propose(let proposal):
             if case .own(let session) = proposal.claim, records[session]?.owner != node.name {
                 engine.proposalFailed(proposal.origin, .notOwner, now: clock.now)
@@ -265,13 +260,31 @@ final class FakeLog {
 
     func head(_ ns: String = "test") -> Int { logs[ns]?.count ?? 0 }
 
-    /// The log's committed `runHeld` entries for `session`.
+    /// The log replayed by an independent referee (the public `VersionWindow`, a plain tree): the
+    /// tree every replica must hold, and the entries that committed.
+    func referee(_ ns: String = "test") -> (tree: PresenceCore.Node, committed: [LogEntry]) {
+        let window = VersionWindow()
+        var tree = PresenceCore.Node.null
+        var committed: [LogEntry] = []
+        for revision in logs[ns] ?? [] {
+            var written: [WrittenPath] = []
+            if case .proposal(let bytes) = revision.body, let entry = try? LogEntry(decoding: bytes),
+               window.validate(entry.readSet, base: entry.base) == .valid {
+                for write in entry.writes {
+                    written.append(WrittenPath(writing: write.value, at: write.path, over: tree))
+                    tree.set(write.value, at: write.path)
+                }
+                written += entry.virtualWrites
+                committed.append(entry)
+            }
+            try! window.record(written, rev: revision.rev)
+        }
+        return (tree, committed)
+    }
+
+    /// How many times the held ops of `session` committed.
     func runs(of session: String, _ ns: String = "test") -> Int {
-        (logs[ns] ?? []).filter { revision in
-            guard case .proposal(let bytes) = revision.body, let entry = try? LogEntry(decoding: bytes),
-                  case .runHeld(session) = entry.kind else { return false }
-            return true
-        }.count
+        referee(ns).committed.filter { $0.kind == .runHeld(session: session) }.count
     }
 
     // MARK: Private
@@ -339,6 +352,25 @@ final class FakeLog {
                 node.closes[id] = code
             }
         }
-        node.commands.append(contentsOf: node.engine.drainClusterEffects())
+        // The shell starts and stops tailing at once (no revision of a released namespace reaches
+        // the engine); the rest goes to Redis in order.
+        var emptyLogs: [String] = []
+        for effect in node.engine.drainClusterEffects() {
+            switch effect {
+            case .follow(let ns):
+                node.applied[ns] = 0
+                node.catchUpTo[ns] = logs[ns]?.count ?? 0
+                if node.catchUpTo[ns] == 0 { emptyLogs.append(ns) }
+            case .unfollow(let ns):
+                node.applied[ns] = nil
+                node.catchUpTo[ns] = nil
+            default:
+                node.commands.append(effect)
+            }
+        }
+        for ns in emptyLogs where node.applied[ns] == 0 {
+            node.engine.caughtUp(namespace: ns, now: clock.now)
+            collect(node)
+        }
     }
 }

@@ -129,4 +129,74 @@ import Testing
         #expect(log.runs(of: session) == 1)
         #expect(log.records.isEmpty)
     }
+
+    /// Users come and go on random nodes, one node dies and is reaped, deliveries interleave at
+    /// random: at the end the replicas are equal, each session's ops ran at most once, and each
+    /// user is online exactly when connected.
+    @Test(arguments: [31, 32, 33, 34, 35, 36, 37, 38] as [UInt64])
+    func randomChurnWithANodeDeathEndsWithEqualReplicasAndNoGhosts(seed: UInt64) {
+        let log = FakeLog(nodes: 3, maxReproposals: 50)
+        var random = SeededRandom(seed: seed)
+        let users = (0..<6).map { "u\($0)" }
+        var clients: [FakeLog.Client?] = Array(repeating: nil, count: users.count)
+        var lastSession: [String?] = Array(repeating: nil, count: users.count)
+        var sessions: Set<String> = []
+        var dead: Int?
+        var killedAt: Int64 = 0
+        var reaped = false
+        for _ in 0..<1_500 {
+            let alive = log.nodes.indices.filter { log.nodes[$0].alive }
+            switch random.int(20) {
+            case 0, 1:
+                let u = random.int(users.count)
+                if let client = clients[u] {
+                    log.disconnect(client)
+                    clients[u] = nil
+                } else {
+                    let client = log.connect(to: alive[random.int(alive.count)], lastSession: lastSession[u])
+                    clients[u] = client
+                    lastSession[u] = log.session(of: client)
+                    sessions.insert(log.session(of: client))
+                    log.request(1, "auth", "{\"cred\":\"\(EngineHarness.unsignedToken(users[u]))\"}", from: client)
+                    log.request(2, "o", "{\"p\":\"/users/\(users[u])/online\",\"d\":false}", from: client)
+                    log.request(3, "p", "{\"p\":\"/users/\(users[u])/online\",\"d\":true}", from: client)
+                }
+            case 2:
+                log.advance(byMilliseconds: Int64(random.int(1_500)))
+            case 3 where dead == nil && random.chance(0.05):
+                let victim = random.int(3)
+                log.kill(victim)
+                dead = victim
+                killedAt = log.clock.now
+                for u in users.indices where clients[u]?.node == victim { clients[u] = nil }
+            default:
+                _ = log.randomStep(&random)
+            }
+            if let dead, !reaped, log.clock.now >= killedAt + 5_000 {
+                log.reap(dead, adopter: log.nodes.indices.first { $0 != dead }!)
+                reaped = true
+            }
+        }
+        if let dead, !reaped { log.reap(dead, adopter: log.nodes.indices.first { $0 != dead }!) }
+        for _ in 0..<4 {
+            log.settle()
+            log.advance(byMilliseconds: 10_000)
+        }
+        log.settle()
+
+        #expect(log.applyErrors.isEmpty)
+        let alive = log.nodes.indices.filter { log.nodes[$0].alive }
+        for index in alive { #expect(log.tree(index) == log.referee().tree) }
+        for session in sessions { #expect(log.runs(of: session) <= 1, "session \(session) ran twice") }
+        for (u, user) in users.enumerated() {
+            let online = log.tree(alive[0]).node(at: try! Path("users/\(user)/online")).leafValue
+            if clients[u] != nil {
+                #expect(online == .bool(true), "\(user) is connected")
+            } else if lastSession[u] != nil {
+                #expect(online == .bool(false), "\(user) left")
+            }
+        }
+        #expect(alive.allSatisfy { log.nodes[$0].engine.heldSessionCount == 0 })
+        #expect(alive.allSatisfy { log.nodes[$0].engine.pendingStepCount == 0 })
+    }
 }
