@@ -74,7 +74,7 @@ extension Engine {
                 counters.writes["ondisconnect", default: 0] += 1
                 if mine != nil { counters.onDisconnectOpsRun += writes.count }
             }
-            heldRunCommitted(session, in: ns, mine: mine != nil, now: now)
+            heldRunCommitted(session, in: ns, now: now)
         case .setRules(let document):
             installRules(document, in: ns, now: now)
         case .limitUsage:

@@ -81,12 +81,14 @@ extension Engine {
         scheduleDeadline(time)
     }
 
-    /// Every node, at a committed `runHeld` entry: the session's ops ran. Its owner forgets them
-    /// and drops the record; everyone remembers the run for a while, so that a record adopted or
-    /// taken over before the drop is dropped, not run twice.
-    func heldRunCommitted(_ session: String, in ns: Namespace, mine: Bool, now: Int64) {
+    /// Every node, at a committed `runHeld` entry: the session's ops ran. Whoever holds them here
+    /// forgets them and drops the record: its runner, or a node that took the session over or
+    /// adopted it after the run was ordered but before the runner dropped the record (its own run
+    /// of the same ops, if proposed, conflicts with this one and aborts). Everyone remembers the
+    /// run for a while, so that such a record arriving later is dropped, not run again.
+    func heldRunCommitted(_ session: String, in ns: Namespace, now: Int64) {
         recentRuns.note(session, at: now)
-        guard mine, held.removeValue(forKey: session) != nil else { return }
+        guard held.removeValue(forKey: session) != nil else { return }
         storeSession(.drop, session: session, namespace: ns.name)
     }
 

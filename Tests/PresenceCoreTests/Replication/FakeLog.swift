@@ -283,8 +283,15 @@ final class FakeLog {
     }
 
     /// How many times the held ops of `session` committed.
-    func runs(of session: String, _ ns: String = "test") -> Int {
-        referee(ns).committed.filter { $0.kind == .runHeld(session: session) }.count
+    func runs(of session: String, _ ns: String = "test") -> Int { committedRuns(ns)[session, default: 0] }
+
+    /// How many times each session's held ops committed.
+    func committedRuns(_ ns: String = "test") -> [String: Int] {
+        var runs: [String: Int] = [:]
+        for entry in referee(ns).committed {
+            if case .runHeld(let session) = entry.kind { runs[session, default: 0] += 1 }
+        }
+        return runs
     }
 
     // MARK: Private
