@@ -131,7 +131,13 @@ extension Engine {
     /// The user's standing now. Brings their stored usage up to `now` first (a cooldown that ended
     /// resets the count exactly at its end), recording what changed.
     func standing(_ limit: LimitDefinition, credentials: Credentials, in ns: Namespace, now: Int64) -> Standing {
-        let tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now)
+        let tier: LimitTier?
+        if let context = proposal, context.collectsLimitUsage {
+            // Replicated: the tier may read data; a change there ordered first aborts the write.
+            tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now, recording: &context.reads)
+        } else {
+            tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now)
+        }
         let uid = credentials.uid
         let key = uid.map { LimitUsageKey(namespace: ns.name, limit: limit.name, uid: $0) }
         var usage = key.map(storedUsage) ?? .unused

@@ -52,6 +52,9 @@ final class FakeLog {
     /// Errors an engine's `apply` threw (a test fails on any).
     private(set) var applyErrors: [String] = []
     let graceMilliseconds: Int64
+    /// While set, SEQ refuses every append with this answer (`EPOCH`, `FENCED`: Redis came back
+    /// empty, or the node lost its lease).
+    var sequenceRefusal: String?
 
     /// `count` nodes named a, b, c... sharing one configuration. The hash digest is a small FNV-1a
     /// (tests only need every node to agree on it).
@@ -153,7 +156,9 @@ final class FakeLog {
         case .follow, .unfollow:
             break // performed as they are produced (`collect`)
         case .propose(let proposal):
-            if case .own(let session) = proposal.claim, records[session]?.owner != node.name {
+            if let refusal = sequenceRefusal {
+                engine.proposalFailed(proposal.origin, .notAppended(refusal), now: clock.now)
+            } else if case .own(let session) = proposal.claim, records[session]?.owner != node.name {
                 engine.proposalFailed(proposal.origin, .notOwner, now: clock.now)
             } else {
                 append(.proposal(proposal.payload), by: node.name, to: proposal.namespace)

@@ -181,4 +181,28 @@ import Testing
         for node in log.nodes { #expect(node.engine.limitUsage(key)?.count == 3) }
         #expect(log.tree(1) == log.tree(0) && log.tree(2) == log.tree(0))
     }
+
+    @Test func aWriteTheLogRefusesIsAnsweredUnavailableAndChangesNothing() {
+        let log = FakeLog(nodes: 2)
+        let alice = log.connect(to: 0)
+        log.connect(to: 1) // node 1 serves the namespace too
+        log.settle()
+        _ = log.take(alice)
+        log.sequenceRefusal = "EPOCH"
+        log.request(1, "p", #"{"p":"/x","d":1}"#, from: alice)
+        log.request(2, "p", #"{"p":"/y","d":2}"#, from: alice) // waits behind the first
+        log.settle()
+        let replies = log.take(alice)
+        #expect(Self.reply(1, in: replies)?.contains(#""s":"unavailable""#) == true)
+        #expect(Self.reply(1, in: replies)?.contains("EPOCH") == true)
+        #expect(Self.reply(2, in: replies)?.contains(#""s":"unavailable""#) == true)
+        #expect(log.head() == 0 && log.tree(0).isNull && log.tree(1).isNull)
+
+        log.sequenceRefusal = nil
+        log.request(3, "p", #"{"p":"/x","d":3}"#, from: alice)
+        log.settle()
+        #expect(Self.reply(3, in: log.take(alice))?.contains(#""s":"ok""#) == true)
+        #expect(log.tree(1).node(at: try! Path("x")).leafValue == .number(3))
+        #expect(log.nodes.allSatisfy { $0.engine.pendingStepCount == 0 })
+    }
 }
