@@ -31,7 +31,7 @@ extension Engine {
     public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64)
         -> Result<[(Path, Node)], EngineError>
     {
-        // Replicated, REST writes need the ticket API (docs/scaling.md, "What remains").
+        // Replicated, REST writes are not proposed yet (docs/scaling.md, "What remains").
         if configuration.replication != nil { return .failure(.unavailable("REST writes are not replicated yet")) }
         let ns = namespace(name)
         defer { releaseIfIdle(ns) }

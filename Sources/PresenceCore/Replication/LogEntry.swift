@@ -15,7 +15,8 @@ public struct LogEntry: Sendable, Equatable {
         /// A client's write (`p`, `m`, REST `PUT`/`PATCH`/`DELETE`).
         case write
         /// The onDisconnect ops of a held session, run by its owner: the ops that passed their
-        /// rules, as writes. Appended with SEQ's `run` claim on the session.
+        /// rules, as writes. Appended with SEQ's `own` claim on the session; the owner drops the
+        /// record once it commits (`SessionClaim`).
         case runHeld(session: String)
         /// A new rules document for the namespace (its source text); nil forgets it. Applied as a
         /// write of `VirtualPaths.rules`.
