@@ -87,19 +87,22 @@ public struct SessionCommand: Sendable, Equatable {
     }
 }
 
-/// One revision of a namespace's log as the engine applies it: `RedisLogEntry` without the Redis
-/// types (the shell maps one to the other field by field).
+/// One revision of a namespace's log as the engine applies it (`Engine.apply`). `PresenceRedis`
+/// parses it from the stream (`RedisLogEntry` is this type): stream ID `<rev>-0`, fields `k`
+/// (kind), `n` (node), `t` (time) and the kind's own.
 public struct LogRevision: Sendable, Equatable {
     public enum Body: Sendable, Equatable {
-        /// `p`: an encoded `LogEntry`.
+        /// `p`: a step proposed by `node` (field `e`: an encoded `LogEntry`).
         case proposal([UInt8])
-        /// `dead`: `deadNode` was declared dead; it last beat at `lastBeat` (Redis ms).
+        /// `dead`: `node` (a reaper, or a new incarnation of the same name) declared `deadNode`
+        /// dead; it had last beaten at `lastBeat` (Redis ms).
         case nodeDead(deadNode: String, lastBeat: Int64)
-        /// `leave`: the appending node stopped gracefully at `at`.
+        /// `leave`: `node` stopped gracefully; its live sessions count as disconnected at `at`.
         case nodeLeft(at: Int64)
-        /// `takeover`: the appending node took `session` over from `from`.
+        /// `takeover`: `node` took session `session` over from `from`, which closes that
+        /// connection (4001) without running its ops.
         case takeover(session: String, from: String)
-        /// A kind this version does not know.
+        /// A kind this version does not know (a newer node wrote it): stop applying, do not skip.
         case unknown(kind: String)
     }
 
