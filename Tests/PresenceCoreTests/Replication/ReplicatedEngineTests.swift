@@ -205,4 +205,45 @@ import Testing
         #expect(log.tree(1).node(at: try! Path("x")).leafValue == .number(3))
         #expect(log.nodes.allSatisfy { $0.engine.pendingStepCount == 0 })
     }
+
+    @Test func aNodeThatStartsFollowingLateServesNothingUntilItHasCaughtUp() {
+        let log = FakeLog(nodes: 2)
+        let writer = log.connect(to: 0)
+        log.settle()
+        for n in 1...5 { log.request(n, "p", "{\"p\":\"/a\",\"d\":\(n)}", from: writer) }
+        log.settle()
+        #expect(log.take(writer).filter { $0.contains(#""s":"ok""#) }.count == 5)
+
+        let joiner = log.connect(to: 1) // node 1 starts following "test" now, at head 5
+        log.request(1, "g", #"{"p":"/a"}"#, from: joiner)
+        log.request(2, "q", #"{"p":"/a","h":""}"#, from: joiner)
+        for _ in 1...4 {
+            #expect(log.deliver(1))
+            #expect(log.peek(joiner).count == 1) // the hello only: no stale answer
+        }
+        #expect(log.deliver(1))
+        let answers = log.take(joiner)
+        #expect(Self.reply(1, in: answers)?.contains(#""s":"ok","d":5"#) == true)
+        #expect(answers.contains(#"{"t":"d","d":{"a":"d","b":{"p":"a","d":5}}}"#))
+
+        log.request(6, "p", #"{"p":"/a","d":6}"#, from: writer)
+        log.settle()
+        #expect(log.take(joiner) == [#"{"t":"d","d":{"a":"d","b":{"p":"a","d":6}}}"#])
+        #expect(log.tree(1) == log.referee().tree)
+    }
+
+    @Test func aTransactionWhoseHashIsAlreadyStaleOnItsNodeIsRefusedWithoutTheLog() {
+        let log = FakeLog(nodes: 2)
+        let client = log.connect(to: 0)
+        log.settle()
+        log.request(1, "p", #"{"p":"/c","d":1}"#, from: client)
+        log.settle()
+        let head = log.head()
+        let stale = log.nodes[0].engine.hash(.null)!
+        log.request(2, "p", "{\"p\":\"/c\",\"d\":2,\"h\":\"\(stale)\"}", from: client)
+        #expect(log.nodes[0].commands.isEmpty)
+        #expect(Self.reply(2, in: log.take(client))?.contains(#""s":"datastale""#) == true)
+        log.settle()
+        #expect(log.head() == head)
+    }
 }
