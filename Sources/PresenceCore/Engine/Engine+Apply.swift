@@ -64,10 +64,8 @@ extension Engine {
         var written: [WrittenPath] = []
         switch entry.kind {
         case .write:
-            var origin: ConnectionID?
-            if case .wire(let id, _)? = step?.requester { origin = id }
             written = commitWrite(writes, in: ns, identity: entry.identity, label: step?.label ?? "replicated",
-                                  recordingWritten: true, proposedBy: origin)
+                                  recordingWritten: true, writtenBy: entry.origin)
         case .runHeld(let session):
             if !writes.isEmpty {
                 written = commit(writes, in: ns, recordingWritten: true)

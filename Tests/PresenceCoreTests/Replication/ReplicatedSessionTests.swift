@@ -57,6 +57,24 @@ import Testing
         #expect(log.tree(1) == log.tree(2))
     }
 
+    /// The dead node's last write of the user reaches the adopter after the adoption: it is the old
+    /// session's own write, not a sign that the user came back, so the ops still run.
+    @Test func aDeadNodesLastWriteAppliedAfterTheAdoptionDoesNotCancelTheOps() {
+        let log = FakeLog(nodes: 3)
+        let (alice, watchers) = setUp(log)
+        let session = log.session(of: alice)
+        log.request(3, "p", Self.online, from: alice)
+        log.perform(0) // in the log; nobody has applied it
+        log.kill(0)
+        log.reap(0, adopter: 1)
+        log.settle()
+        log.advance(byMilliseconds: 3_000)
+        log.settle()
+        #expect(log.runs(of: session) == 1)
+        for watcher in watchers { #expect(Self.pushes(log, watcher).last?.contains(#""online":false"#) == true) }
+        #expect(log.tree(1).node(at: try! Path("users/alice/online")).leafValue == .bool(false))
+    }
+
     /// The client returns through node 2 before (`adoptedFirst` false) or after a survivor adopted
     /// its session; either way it takes the session over and nobody sees it offline.
     @Test(arguments: [false, true])
