@@ -137,20 +137,8 @@ struct HeldOps {
     /// Server timestamps resolve to this moment: `lastSeen` is when the user left.
     let disconnectedAt: Int64
     let runAt: Int64
-    /// The connection that held the session on this node (nil: restored, taken over or adopted).
-    /// Replicated, that connection's own writes still in the log's queue must not supersede it.
-    var connection: ConnectionID? = nil
-    /// Replicated: the node the session moved here from (adopted from a dead node, taken over);
-    /// its writes still in the log's queue must not supersede it either.
-    var previousOwner: String? = nil
     /// Replicated: the run proposal in flight (the session is out of the timer's order meanwhile).
     var running: UInt64? = nil
-
-    /// Whether a write by `writer` may be this session's own (see `Engine.supersedeHeld`).
-    func mayBeWrittenBy(_ writer: LogEntry.Origin, here node: String?) -> Bool {
-        if writer.node == node, let connection, connection.raw == writer.connection { return true }
-        return writer.node == previousOwner
-    }
 }
 
 extension Credentials {

@@ -65,7 +65,7 @@ extension Engine {
         switch entry.kind {
         case .write:
             written = commitWrite(writes, in: ns, identity: entry.identity, label: step?.label ?? "replicated",
-                                  recordingWritten: true, writtenBy: entry.origin)
+                                  recordingWritten: true, writtenBy: entry.session)
         case .runHeld(let session):
             if !writes.isEmpty {
                 written = commit(writes, in: ns, recordingWritten: true)

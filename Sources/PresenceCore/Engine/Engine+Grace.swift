@@ -12,16 +12,15 @@ extension Engine {
     /// A write by `credentials` supersedes that identity's held ops at or below the written paths:
     /// the client is evidently back, so writing "offline" there later would be a flap. (A priority
     /// write supersedes the ops of the node it belongs to.) The queue is edited in place and only
-    /// the cancel is journalled for a large one. Replicated, a write applies after it was proposed
-    /// (`writer`: who proposed it), and never supersedes the session it came from: its connection's
-    /// own, or one that moved here from its node (adopted from a dead node, taken over).
-    func supersedeHeld(by paths: [Path], identity: String, namespace: String, writtenBy writer: LogEntry.Origin? = nil) {
+    /// the cancel is journalled for a large one. `except`: the session that made the write, which it
+    /// never supersedes (replicated, its last writes may apply after it ended, on any node).
+    func supersedeHeld(by paths: [Path], identity: String, namespace: String, except writer: String? = nil) {
         guard !held.isEmpty else { return }
         let covered = paths.map { $0.last == ".priority" ? ($0.parent ?? $0) : $0 }
         for session in held.sessions(of: identity) {
             // No copy of the entry kept while its queue changes: it would copy a large queue.
             guard held[session]?.namespace == namespace, let heldIdentity = held[session]?.identity else { continue }
-            if let writer, let entry = held[session], entry.mayBeWrittenBy(writer, here: configuration.replication?.node) { continue }
+            if session == writer { continue }
             var cancelled: [OnDisconnectChange] = []
             let edit = held.modifyQueue(session) { queue -> (empty: Bool, indexed: Bool, fullRecordDue: Bool) in
                 for path in covered where queue.cancel(path) != nil { cancelled.append(.cancel(path)) }

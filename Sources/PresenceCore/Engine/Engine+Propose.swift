@@ -58,11 +58,12 @@ extension Engine {
             return .unavailable("this node does not replicate namespace \(ns.name)")
         }
         let serial = nextSerial()
-        let connection: UInt64 = if case .wire(let id, _) = context.requester { id.raw } else { 0 }
-        let origin = LogEntry.Origin(node: node, connection: connection, request: serial)
+        var connection: Connection?
+        if case .wire(let id, _) = context.requester { connection = connections[id] }
+        let origin = LogEntry.Origin(node: node, connection: connection?.id.raw ?? 0, request: serial)
         let entry = LogEntry(namespace: ns.name, kind: kind, base: replica.applied, readSet: context.reads,
                              writes: writes.map { LogEntry.Write(path: $0.0, value: $0.1) }, limitUsage: context.limitChanges,
-                             identity: identity, origin: origin, onAbort: context.onAbort)
+                             identity: identity, origin: origin, session: connection?.sessionID, onAbort: context.onAbort)
         let payload: [UInt8]
         do { payload = try entry.encoded() } catch { return .invalidData("\(error)") }
         clusterEffects.append(.propose(Proposal(namespace: ns.name, payload: payload, claim: claim, origin: origin)))

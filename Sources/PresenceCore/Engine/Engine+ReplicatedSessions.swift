@@ -11,7 +11,7 @@ extension Engine {
         let entry = HeldOps(
             sessionID: connection.sessionID, namespace: connection.namespace,
             identity: connection.credentials.identity, queue: connection.onDisconnect,
-            disconnectedAt: now, runAt: now + grace, connection: connection.id)
+            disconnectedAt: now, runAt: now + grace)
         held[connection.sessionID] = entry
         counters.onDisconnectSessionsHeld += 1
         storeSession(.hold(disconnectedAt: now, runAt: now + grace), session: connection.sessionID, namespace: connection.namespace)
@@ -76,8 +76,7 @@ extension Engine {
         guard var entry = held[session] else { return }
         entry.running = nil
         entry = HeldOps(sessionID: entry.sessionID, namespace: entry.namespace, identity: entry.identity,
-                        queue: entry.queue, disconnectedAt: entry.disconnectedAt, runAt: time,
-                        connection: entry.connection, previousOwner: entry.previousOwner)
+                        queue: entry.queue, disconnectedAt: entry.disconnectedAt, runAt: time)
         held[session] = entry
         scheduleDeadline(time)
     }
@@ -119,12 +118,11 @@ extension Engine {
     /// as the same user, else when it authenticates (`authenticate`), else it runs at `runAt`.
     public func takeoverResolved(session: String, _ result: TakeoverResult, now: Int64) {
         let waiter = awaitingTakeover.removeValue(forKey: session)
-        guard case .held(let moved) = result else {
+        guard case .held(let stored) = result else {
             if case .failed(let reason) = result { notices.append("takeover of session \(session) failed: \(reason)") }
             return
         }
-        let stored = moved.session
-        guard adoptHeld(moved, now: now), let waiter, let connection = connections[waiter],
+        guard adoptHeld(stored, now: now), let waiter, let connection = connections[waiter],
               connection.resumedSession == session else { return }
         if stored.identity == Credentials.unauthenticated.identity || stored.identity == connection.credentials.identity {
             cancelHeld(session: session)
@@ -133,15 +131,14 @@ extension Engine {
 
     /// Sessions this node adopted from dead or departed nodes (REAP's answer): held here, each
     /// running at its `runAt` with timestamps at its `disconnectedAt` (the dead node's last beat).
-    public func adoptSessions(_ adopted: [MovedSession], now: Int64) {
+    public func adoptSessions(_ adopted: [StoredSession], now: Int64) {
         for session in adopted { adoptHeld(session, now: now) }
     }
 
     /// Holds a session that became this node's. False when there is nothing to hold.
     @discardableResult
-    private func adoptHeld(_ moved: MovedSession, now: Int64) -> Bool {
+    private func adoptHeld(_ stored: StoredSession, now: Int64) -> Bool {
         guard configuration.replication != nil else { return false }
-        let stored = moved.session
         if recentRuns.contains(stored.sessionID) || stored.ops.isEmpty {
             // Its ops already ran (its runner had not dropped the record yet), or there are none.
             storeSession(.drop, session: stored.sessionID, namespace: stored.namespace)
@@ -152,7 +149,7 @@ extension Engine {
         held[stored.sessionID] = HeldOps(
             sessionID: stored.sessionID, namespace: stored.namespace, identity: stored.identity,
             queue: OnDisconnectQueue(restoring: stored.ops), disconnectedAt: min(stored.disconnectedAt ?? now, now),
-            runAt: runAt, previousOwner: moved.previousOwner)
+            runAt: runAt)
         counters.onDisconnectSessionsHeld += 1
         scheduleDeadline(runAt)
         return true

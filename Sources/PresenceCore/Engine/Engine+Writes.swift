@@ -130,10 +130,10 @@ extension Engine {
     /// it when the write is checked; replicated, every node calls it at the write's revision.
     @discardableResult
     func commitWrite(_ writes: [(Path, Node)], in ns: Namespace, identity: String?, label: String,
-                     recordingWritten: Bool = false, writtenBy writer: LogEntry.Origin? = nil) -> [WrittenPath] {
+                     recordingWritten: Bool = false, writtenBy session: String? = nil) -> [WrittenPath] {
         let written = commit(writes, in: ns, recordingWritten: recordingWritten)
         counters.writes[label, default: 0] += 1
-        if let identity { supersedeHeld(by: writes.map(\.0), identity: identity, namespace: ns.name, writtenBy: writer) }
+        if let identity { supersedeHeld(by: writes.map(\.0), identity: identity, namespace: ns.name, except: session) }
         return written
     }
 }

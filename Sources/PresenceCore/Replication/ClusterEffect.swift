@@ -162,22 +162,11 @@ public enum SessionCommandResult: Sendable, Equatable {
     case failed(String)
 }
 
-/// A session record that became this node's (TAKEOVER, REAP): its ops and times
-/// (`disconnectedAt`, `runAt` set), and the node that owned it before (`SessionRecord.previousOwner`).
-public struct MovedSession: Sendable, Equatable {
-    public var session: StoredSession
-    public var previousOwner: String?
-
-    public init(_ session: StoredSession, previousOwner: String?) {
-        self.session = session
-        self.previousOwner = previousOwner
-    }
-}
-
 /// The answer to a TAKEOVER (`Engine.takeoverResolved`).
 public enum TakeoverResult: Sendable, Equatable {
-    /// `TAKEN` or `OWNED`: the session is this node's now, held.
-    case held(MovedSession)
+    /// `TAKEN` or `OWNED`: the session is this node's now, held with these ops and times
+    /// (`disconnectedAt`, `runAt` set).
+    case held(StoredSession)
     /// `ABSENT`: its ops already ran, or it never had any.
     case absent
     /// `EPOCH`, `FENCED` or a transport failure: nothing moved.

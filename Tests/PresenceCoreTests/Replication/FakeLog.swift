@@ -242,7 +242,7 @@ final class FakeLog {
         for ns in logs.keys.sorted() {
             append(.nodeDead(deadNode: deadName, lastBeat: lastBeats[deadName] ?? clock.now), by: survivor.name, to: ns)
         }
-        var adopted: [MovedSession] = []
+        var adopted: [StoredSession] = []
         for id in records.keys.sorted() where records[id]!.owner == deadName {
             var record = records[id]!
             if !record.held {
@@ -252,7 +252,7 @@ final class FakeLog {
             record.owner = survivor.name
             record.held = true
             records[id] = record
-            adopted.append(MovedSession(record.session, previousOwner: deadName))
+            adopted.append(record.session)
         }
         survivor.engine.adoptSessions(adopted, now: clock.now)
         collect(survivor)
@@ -348,7 +348,7 @@ final class FakeLog {
                 records[id] = record
                 append(.takeover(session: id, from: previous), by: node.name, to: command.namespace)
             }
-            return engine.takeoverResolved(session: id, .held(MovedSession(record.session, previousOwner: previous)), now: clock.now)
+            return engine.takeoverResolved(session: id, .held(record.session), now: clock.now)
         }
         if let reply = command.reply { engine.sessionCommandDone(reply, result, now: clock.now) }
     }

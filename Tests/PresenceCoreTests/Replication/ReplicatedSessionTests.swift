@@ -151,7 +151,7 @@ import Testing
     /// Users come and go on random nodes, one node dies and is reaped, deliveries interleave at
     /// random: at the end the replicas are equal, each session's ops ran at most once, and each
     /// user is online exactly when connected.
-    @Test(arguments: [31, 32, 33, 34, 35, 36, 37, 38, 173, 217] as [UInt64])
+    @Test(arguments: [31, 32, 33, 34, 35, 36, 37, 38, 105, 110, 173, 217] as [UInt64])
     func randomChurnWithANodeDeathEndsWithEqualReplicasAndNoGhosts(seed: UInt64) {
         let log = FakeLog(nodes: 3, maxReproposals: 50)
         var random = SeededRandom(seed: seed)
