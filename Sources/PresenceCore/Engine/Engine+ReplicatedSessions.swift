@@ -90,6 +90,7 @@ extension Engine {
         recentRuns.note(session, at: now)
         guard held.removeValue(forKey: session) != nil else { return }
         storeSession(.drop, session: session, namespace: ns.name)
+        releaseIfIdle(ns)
     }
 
     /// A `takeover` entry names this node as the session's previous owner: its connection (if still
