@@ -160,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "PresenceAuthTests",
             dependencies: [
-                "PresenceAuth", "PresenceCore",
+                "PresenceAuth", "PresenceCore", "PresenceTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
