@@ -44,7 +44,8 @@ public final class ClientRuntime: @unchecked Sendable {
         cfg.userAgent = configuration.userAgent
         // Fragments are joined up to the same limit as count-prefixed pieces (ClientConnection).
         cfg.maxMessageBytes = connection.maxMessageBytes
-        transport = WebSocketClient(configuration: cfg) { [weak self] _, event in
+        // nil when the process cannot create an event loop (no file descriptors left): start() says so.
+        transport = try? WebSocketClient(configuration: cfg) { [weak self] _, event in
             self?.handle(event)
         }
     }
@@ -63,7 +64,7 @@ public final class ClientRuntime: @unchecked Sendable {
                       setup: @escaping (ClientRuntime) -> Void = { _ in }) throws {
         eventHandler = onEvent
         tickHandler = onTick
-        guard let transport else { return }
+        guard let transport else { throw WebSocketClientError.contextCreationFailed("cannot create an event loop") }
         try transport.start()
         let box = UncheckedBox(setup)
         transport.perform { [self] in
