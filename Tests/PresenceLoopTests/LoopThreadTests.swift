@@ -21,7 +21,7 @@ import Testing
         lws_set_log_level(Int32(LLL_ERR), nil)
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
-        info.protocols = runtime.keepProtocol(name: "loop-thread-test", callback: loopThreadTestCallback)
+        info.protocols = runtime.keepProtocol(name: "loop-thread-test", callback: loopTestCallback)
         info.user = Unmanaged.passUnretained(runtime).toOpaque()
         try runtime.createContext(&info)
     }
@@ -96,15 +96,4 @@ import Testing
         #expect(signals == [SIGUSR2])
         #expect(offLoop == 0)
     }
-}
-
-/// The protocol callback: the inbox (and a requested stop) is served where a client would serve it.
-private func loopThreadTestCallback(
-    _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
-    _ input: UnsafeMutableRawPointer?, _ length: Int
-) -> Int32 {
-    if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED, let wsi, let raw = lws_context_user(lws_get_context(wsi)) {
-        Unmanaged<LoopRuntime>.fromOpaque(raw).takeUnretainedValue().serviceWake()
-    }
-    return 0
 }
