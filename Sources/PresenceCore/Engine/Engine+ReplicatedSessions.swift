@@ -97,7 +97,7 @@ extension Engine {
     /// open here) is closed without running its ops, and held ops are forgotten; the new owner has them.
     func sessionMovedAway(_ session: String, in ns: Namespace, now: Int64) {
         if let id = sessions[session], let connection = connections[id] {
-            effects.append(.close(id, code: 4001, reason: "replaced by a newer connection of the same client"))
+            effects.append(.close(id, code: .replaced, reason: "replaced by a newer connection of the same client"))
             connection.onDisconnect = OnDisconnectQueue()
             disconnect(id, now: now)
         }

@@ -32,7 +32,7 @@ final class FakeLog {
         var applied: [String: Int] = [:]
         var catchUpTo: [String: Int] = [:]
         var outboxes: [ConnectionID: [String]] = [:]
-        var closes: [ConnectionID: Int] = [:]
+        var closes: [ConnectionID: CloseCode] = [:]
         var sessionIDs: [ConnectionID: String] = [:]
         var nextID: UInt64 = 1
         /// The log named this node dead.
@@ -127,7 +127,7 @@ final class FakeLog {
     func peek(_ client: Client) -> [String] { nodes[client.node].outboxes[client.id] ?? [] }
 
     func session(of client: Client) -> String { nodes[client.node].sessionIDs[client.id]! }
-    func closeCode(of client: Client) -> Int? { nodes[client.node].closes[client.id] }
+    func closeCode(of client: Client) -> CloseCode? { nodes[client.node].closes[client.id] }
 
     // MARK: Time
 

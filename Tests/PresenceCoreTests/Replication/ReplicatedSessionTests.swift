@@ -123,7 +123,7 @@ import Testing
         let session = log.session(of: alice)
         let back = log.connect(to: 2, lastSession: session)
         log.settle()
-        #expect(log.closeCode(of: alice) == 4001)
+        #expect(log.closeCode(of: alice) == .replaced)
         log.signIn(back, as: "alice")
         log.advance(byMilliseconds: 30_000)
         log.settle()
