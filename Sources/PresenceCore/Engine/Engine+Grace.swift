@@ -1,6 +1,18 @@
 /// The disconnect grace window: a server-side debounce so a client that drops and comes straight
 /// back (a phone switching networks, an app backgrounded for a second) shows no offline flap.
 extension Engine {
+    /// A finished connection's ops, held from `now` for `grace` ms.
+    @discardableResult
+    func hold(_ connection: Connection, now: Int64, grace: Int64) -> HeldOps {
+        let entry = HeldOps(
+            sessionID: connection.sessionID, namespace: connection.namespace,
+            identity: connection.credentials.identity, queue: connection.onDisconnect,
+            disconnectedAt: now, runAt: now + grace)
+        held[connection.sessionID] = entry
+        counters.onDisconnectSessionsHeld += 1
+        return entry
+    }
+
     /// Held ops of a session are dropped: its client came back in time.
     func cancelHeld(session: String) {
         guard let entry = held.removeValue(forKey: session) else { return }

@@ -8,12 +8,7 @@ extension Engine {
     /// The connection ended with ops: hold them here and in the store; they run at the window's end.
     func holdReplicated(_ connection: Connection, now: Int64) {
         let grace = max(0, configuration.disconnectGraceMilliseconds)
-        let entry = HeldOps(
-            sessionID: connection.sessionID, namespace: connection.namespace,
-            identity: connection.credentials.identity, queue: connection.onDisconnect,
-            disconnectedAt: now, runAt: now + grace)
-        held[connection.sessionID] = entry
-        counters.onDisconnectSessionsHeld += 1
+        hold(connection, now: now, grace: grace)
         storeSession(.hold(disconnectedAt: now, runAt: now + grace), session: connection.sessionID, namespace: connection.namespace)
         if grace == 0 {
             startRun(connection.sessionID, attempt: 0, now: now)

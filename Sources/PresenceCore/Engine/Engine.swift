@@ -198,13 +198,7 @@ public final class Engine {
             record(.removeSession(sessionID: connection.sessionID))
             return
         }
-        let entry = HeldOps(
-            sessionID: connection.sessionID, namespace: connection.namespace,
-            identity: connection.credentials.identity, queue: connection.onDisconnect,
-            disconnectedAt: now, runAt: now + grace)
-        held[connection.sessionID] = entry
-        counters.onDisconnectSessionsHeld += 1
-        recordHeld(entry)
+        recordHeld(hold(connection, now: now, grace: grace))
         scheduleDeadline(now + grace)
     }
 
