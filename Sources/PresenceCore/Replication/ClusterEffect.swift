@@ -134,6 +134,9 @@ public enum ApplyError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingHistory(rev: UInt64, base: UInt64)
     /// The namespace is not followed (no `follow` effect was performed for it, or it was released).
     case notFollowed(String)
+    /// A snapshot that cannot be loaded (its history does not fit its revision), or one offered
+    /// after the replica started serving.
+    case invalidSnapshot(String)
 
     public var description: String {
         switch self {
@@ -141,6 +144,7 @@ public enum ApplyError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupported(let reason): return "cannot apply the log: \(reason); upgrade this node"
         case let .missingHistory(rev, base): return "revision \(rev) was proposed at base \(base), before this replica's window history"
         case .notFollowed(let namespace): return "namespace \(namespace) is not followed"
+        case .invalidSnapshot(let reason): return "cannot load the snapshot: \(reason)"
         }
     }
 }

@@ -37,6 +37,10 @@ final class FakeLog {
         var nextID: UInt64 = 1
         /// The log named this node dead.
         var declaredDead = false
+        /// Set: the node starts following from this node's snapshot, not from the log's start.
+        var snapshotSource: Member?
+        /// The revision of the snapshot it loaded, if it did.
+        var snapshotLoadedAt: UInt64?
 
         init(name: String, engine: Engine) {
             self.name = name
@@ -52,6 +56,7 @@ final class FakeLog {
     /// Errors an engine's `apply` threw (a test fails on any).
     private(set) var applyErrors: [String] = []
     let graceMilliseconds: Int64
+    let windowCapacity: UInt64
     /// While set, SEQ refuses every append with this answer (`EPOCH`, `FENCED`: Redis came back
     /// empty, or the node lost its lease).
     var sequenceRefusal: String?
@@ -59,14 +64,16 @@ final class FakeLog {
     /// `count` nodes named a, b, c... sharing one configuration. The hash digest is a small FNV-1a
     /// (tests only need every node to agree on it).
     init(nodes count: Int, graceMilliseconds: Int64 = 3_000, policy: any AccessPolicy = OpenAccessPolicy(),
-         readBarrier: Bool = false, maxReproposals: Int = 3) {
+         readBarrier: Bool = false, maxReproposals: Int = 3, windowCapacity: UInt64 = VersionWindow.defaultCapacity) {
         self.graceMilliseconds = graceMilliseconds
+        self.windowCapacity = windowCapacity
         for index in 0..<count {
             let name = String(UnicodeScalar(UInt8(97 + index))) + "#1"
             var sessions = 0
             let configuration = Engine.Configuration(
                 disconnectGraceMilliseconds: graceMilliseconds, hashDigest: FakeLog.digest,
-                replication: ReplicationConfiguration(node: name, maxReproposals: maxReproposals, readBarrier: readBarrier))
+                replication: ReplicationConfiguration(node: name, windowCapacity: windowCapacity, maxReproposals: maxReproposals,
+                                                      readBarrier: readBarrier))
             let engine = Engine(configuration: configuration, policy: policy, makeSessionID: {
                 sessions += 1
                 return "\(name)-s\(sessions)"
@@ -268,7 +275,7 @@ final class FakeLog {
     /// The log replayed by an independent referee (the public `VersionWindow`, a plain tree): the
     /// tree every replica must hold, and the entries that committed.
     func referee(_ ns: String = "test") -> (tree: PresenceCore.Node, committed: [LogEntry]) {
-        let window = VersionWindow()
+        let window = VersionWindow(capacity: windowCapacity)
         var tree = PresenceCore.Node.null
         var committed: [LogEntry] = []
         for revision in logs[ns] ?? [] {
@@ -366,13 +373,22 @@ final class FakeLog {
         }
         // The shell starts and stops tailing at once (no revision of a released namespace reaches
         // the engine); the rest goes to Redis in order.
-        var emptyLogs: [String] = []
+        var caughtUpAlready: [String] = []
         for effect in node.engine.drainClusterEffects() {
             switch effect {
             case .follow(let ns):
                 node.applied[ns] = 0
+                if let snapshot = node.snapshotSource?.engine.replicaSnapshot(namespace: ns) {
+                    do {
+                        try node.engine.loadReplica(snapshot, now: clock.now)
+                        node.applied[ns] = Int(snapshot.rev)
+                        node.snapshotLoadedAt = snapshot.rev
+                    } catch {
+                        applyErrors.append("\(node.name) loading a snapshot: \(error)")
+                    }
+                }
                 node.catchUpTo[ns] = logs[ns]?.count ?? 0
-                if node.catchUpTo[ns] == 0 { emptyLogs.append(ns) }
+                if node.catchUpTo[ns] == node.applied[ns] { caughtUpAlready.append(ns) }
             case .unfollow(let ns):
                 node.applied[ns] = nil
                 node.catchUpTo[ns] = nil
@@ -380,7 +396,7 @@ final class FakeLog {
                 node.commands.append(effect)
             }
         }
-        for ns in emptyLogs where node.applied[ns] == 0 {
+        for ns in caughtUpAlready where node.applied[ns] == node.catchUpTo[ns] {
             node.engine.caughtUp(namespace: ns, now: clock.now)
             collect(node)
         }

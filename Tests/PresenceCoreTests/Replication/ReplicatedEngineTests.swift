@@ -120,45 +120,41 @@ import Testing
     @Test(arguments: [11, 12, 13] as [UInt64])
     func transactionsFromThreeNodesIncrementOneCounterExactly(seed: UInt64) {
         let log = FakeLog(nodes: 3)
-        let clients = (0..<3).map { log.connect(to: $0) }
-        log.settle()
-        for client in clients { _ = log.take(client) }
+        var counter = CounterClients(log, on: [0, 1, 2])
         var random = SeededRandom(seed: seed)
-        var done = [0, 0, 0]
-        var inFlight: [Int?] = [nil, nil, nil]
-        var next = [1, 1, 1]
-        var stale = 0
         var steps = 0
-        while done.min()! < 100, steps < 500_000 {
+        while counter.done.min()! < 100, steps < 500_000 {
             steps += 1
-            for i in 0..<3 where inFlight[i] == nil && done[i] < 100 && random.chance(0.5) {
-                // The client's view is its node's replica (pushes reach it before any later reply).
-                let engine = log.nodes[i].engine
-                let current = engine.value(at: try! Path("counter"), namespace: "test")
-                let n: Int = if case .number(let value)? = current.leafValue { Int(value) } else { 0 }
-                let hash = engine.hash(current)!
-                log.request(next[i], "p", "{\"p\":\"/counter\",\"d\":\(n + 1),\"h\":\"\(hash)\"}", from: clients[i])
-                inFlight[i] = next[i]
-                next[i] += 1
-            }
-            _ = log.randomStep(&random)
-            for i in 0..<3 {
-                guard let r = inFlight[i], let answer = Self.reply(r, in: log.take(clients[i])) else { continue }
-                inFlight[i] = nil
-                if answer.contains(#""s":"ok""#) {
-                    done[i] += 1
-                } else {
-                    #expect(answer.contains(#""s":"datastale""#), "\(answer)")
-                    stale += 1
-                }
-            }
+            counter.step(&random, each: 100)
         }
         log.settle()
-        #expect(done == [100, 100, 100])
-        #expect(stale > 0) // the nodes did race
+        #expect(counter.done == [100, 100, 100])
+        #expect(counter.stale > 0) // the nodes did race
         for index in 0..<3 {
-            #expect(log.tree(index).node(at: try! Path("counter")) .leafValue == .number(300))
+            #expect(log.tree(index).node(at: try! Path("counter")).leafValue == .number(300))
         }
+    }
+
+    /// Node 2 starts following mid-run from node 0's snapshot while node 1 lags (its proposals
+    /// carry bases from before the snapshot): it must judge them as the others do.
+    @Test(arguments: [41, 42, 43, 44] as [UInt64])
+    func aNodeStartedFromASnapshotValidatesAsTheOthers(seed: UInt64) {
+        let log = FakeLog(nodes: 3, windowCapacity: 64)
+        var counter = CounterClients(log, on: [0, 1])
+        log.nodes[2].snapshotSource = log.nodes[0]
+        var random = SeededRandom(seed: seed)
+        var steps = 0
+        while counter.done.reduce(0, +) < 240, steps < 500_000 {
+            steps += 1
+            if counter.clients.count == 2, counter.done.reduce(0, +) >= 60 { counter.add(log.connect(to: 2)) }
+            counter.step(&random, each: 80, weights: [2, 1, 2])
+        }
+        log.settle()
+        #expect(log.applyErrors.isEmpty)
+        #expect((log.nodes[2].snapshotLoadedAt ?? 0) > 0)
+        #expect(counter.done == [80, 80, 80])
+        for index in 0..<3 { #expect(log.tree(index) == log.referee().tree) }
+        #expect(log.tree(2).node(at: try! Path("counter")).leafValue == .number(240))
     }
 
     @Test(arguments: [21, 22, 23] as [UInt64])
@@ -245,5 +241,55 @@ import Testing
         #expect(Self.reply(2, in: log.take(client))?.contains(#""s":"datastale""#) == true)
         log.settle()
         #expect(log.head() == head)
+    }
+}
+
+/// Clients incrementing `/counter` by transaction (`p` with `h`), each from its node's replica
+/// (pushes reach a client before any later reply, so that is the client's view).
+struct CounterClients {
+    let log: FakeLog
+    private(set) var clients: [FakeLog.Client] = []
+    private(set) var done: [Int] = []
+    private(set) var stale = 0
+    private var inFlight: [Int?] = []
+    private var next: [Int] = []
+
+    init(_ log: FakeLog, on nodes: [Int]) {
+        self.log = log
+        let clients = nodes.map { log.connect(to: $0) }
+        log.settle()
+        for client in clients { add(client) }
+    }
+
+    mutating func add(_ client: FakeLog.Client) {
+        _ = log.take(client)
+        clients.append(client)
+        done.append(0)
+        inFlight.append(nil)
+        next.append(1)
+    }
+
+    /// Clients with fewer than `each` increments may send one; one random step of the log; the
+    /// answers are read.
+    mutating func step(_ random: inout SeededRandom, each: Int, weights: [Int]? = nil) {
+        for (i, client) in clients.enumerated() where inFlight[i] == nil && done[i] < each && random.chance(0.5) {
+            let engine = log.nodes[client.node].engine
+            let current = engine.value(at: try! Path("counter"), namespace: "test")
+            let n: Int = if case .number(let value)? = current.leafValue { Int(value) } else { 0 }
+            log.request(next[i], "p", "{\"p\":\"/counter\",\"d\":\(n + 1),\"h\":\"\(engine.hash(current)!)\"}", from: client)
+            inFlight[i] = next[i]
+            next[i] += 1
+        }
+        _ = log.randomStep(&random, weights: weights)
+        for (i, client) in clients.enumerated() {
+            guard let r = inFlight[i], let answer = ReplicatedEngineTests.reply(r, in: log.take(client)) else { continue }
+            inFlight[i] = nil
+            if answer.contains(#""s":"ok""#) {
+                done[i] += 1
+            } else {
+                #expect(answer.contains(#""s":"datastale""#), "\(answer)")
+                stale += 1
+            }
+        }
     }
 }
