@@ -5,9 +5,9 @@
 /// docs/scaling.md ("The replicated engine") maps each case to its script and says which engine
 /// input the answer goes to.
 public enum ClusterEffect: Sendable, Equatable {
-    /// Start following a namespace's log: `Engine.apply` every revision in order from the first
-    /// (loading from a snapshot is still to come: docs/scaling.md), then `Engine.caughtUp` once
-    /// the head read at the start is applied. Requests on it wait until then.
+    /// Start following a namespace's log: `Engine.apply` every revision in order from the first,
+    /// or `Engine.loadReplica` a snapshot and apply the revisions after it; then `Engine.caughtUp`
+    /// once the head read at the start is applied. Requests on it wait until then.
     case follow(namespace: String)
     /// The namespace was released from memory (nothing holds it): stop tailing its log.
     case unfollow(namespace: String)
