@@ -1,9 +1,10 @@
 import Testing
 import PresenceCore
+import PresenceTesting
 
 @Suite("Log entries")
 struct LogEntryTests {
-    static func randomEntry(_ random: inout QuerySplitMix) -> LogEntry {
+    static func randomEntry(_ random: inout SeededRandom) -> LogEntry {
         let keys = ["a", "b", "users", "100%", "-Nx9", "é"]
         func pick<T>(_ items: [T]) -> T { items.randomElement(using: &random)! }
         func path(_ count: Int) -> Path { Path(validated: (0..<count).map { _ in pick(keys) }) }
@@ -31,13 +32,14 @@ struct LogEntryTests {
             base: pick([0, 41, 1 << 53, (1 << 53) + 1, UInt64.max]), readSet: readSet, writes: writes, limitUsage: usage,
             identity: pick([nil, "uid:alice", "anonymous", "admin"]),
             origin: Bool.random(using: &random) ? nil : LogEntry.Origin(node: "10.0.0.5:9001#x7k", connection: UInt64.max, request: 17),
+            session: pick([nil, "a#1-s3", "sé\"ssion"]),
             onAbort: Bool.random(using: &random) ? .repropose : .dataStale)
     }
 
     typealias LimitUsageChange = LogEntry.LimitUsageChange
 
     @Test func roundTrips() throws {
-        var random = QuerySplitMix(state: 5)
+        var random = SeededRandom(seed: 5)
         for _ in 0..<500 {
             let entry = Self.randomEntry(&random)
             let bytes = try entry.encoded()
@@ -105,7 +107,7 @@ struct LogEntryTests {
     }
 
     @Test func garbageNeverTraps() throws {
-        var random = QuerySplitMix(state: 11)
+        var random = SeededRandom(seed: 11)
         let valid = try Self.randomEntry(&random).encoded()
         // Every prefix, and every single-byte change, either decodes to something that encodes
         // again or fails with a DecodingError.
