@@ -24,6 +24,9 @@ final class EventStreams {
     }
 
     private var streams: [UInt64: Stream] = [:]
+    /// The current message's events by location, so streams of one location share one copy of
+    /// its bytes (arrays are copy-on-write) instead of serializing it once each.
+    private var eventsOfMessage: [Path: (chunk: [UInt8], ends: Bool)] = [:]
     /// Streams dropped as slow readers since the last `takeDropped`: the engine must forget them.
     private var dropped: [UInt64] = []
     private var byWSI: [OpaquePointer: UInt64] = [:]
@@ -58,11 +61,26 @@ final class EventStreams {
         return true
     }
 
+    /// Call before handing a new message to its recipients (`enqueue` for each): until then,
+    /// `enqueue` reuses the events it made for the current message.
+    func nextMessage() {
+        if !eventsOfMessage.isEmpty { eventsOfMessage.removeAll(keepingCapacity: true) }
+    }
+
     /// Queues an engine message for stream `id` as events; false when `id` is not a stream.
     func enqueue(_ message: Outbound, for id: UInt64) -> Bool {
         guard let stream = streams[id] else { return false }
-        guard !stream.ending, let (text, ends) = ServerSentEvents.events(for: message, location: stream.location) else { return true }
-        append(Self.chunk(text), to: stream)
+        guard !stream.ending else { return true }
+        let events: (chunk: [UInt8], ends: Bool)
+        if let known = eventsOfMessage[stream.location] {
+            events = known
+        } else {
+            guard let (text, ends) = ServerSentEvents.events(for: message, location: stream.location) else { return true }
+            events = (Self.chunk(text), ends)
+            eventsOfMessage[stream.location] = events
+        }
+        let ends = events.ends
+        append(events.chunk, to: stream)
         if ends {
             stream.ending = true
             stream.queue.append(Self.lastChunk)

@@ -68,6 +68,7 @@ final class Outbox {
         // Only an ack waits for its step to be durable.
         let waitsFor = reply == nil ? nil : barrier
         let anyStreams = streams.isOpen
+        if anyStreams { streams.nextMessage() }
         for recipient in recipients {
             if anyStreams, streams.enqueue(message, for: recipient.raw) { continue }
             guard let connection = table[recipient.raw], connection.closing == nil else { continue }
