@@ -16,7 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var maxQueuedBytes = 16 * 1_048_576
     /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
     /// and at once (the bucket's size). Over it, the server stops reading from the connection until
-    /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB.
+    /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB, plus one per
+    /// 100 µs the loop spent handling it.
     public var maxMessagesPerSecond = 1_000
     public var messageBurst = 2_000
     /// REST request bodies being read, all connections together (reserved from `Content-Length`
