@@ -29,6 +29,7 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -297,6 +298,10 @@ def run(name, args):
         log(f"   FAILED: the bystander was starved: {starved}")
     if "error" in outcome:
         log(f"   FAILED: the attack did not run as meant: {outcome['error']}")
+    if alive and not starved and "error" not in outcome:
+        shutil.rmtree(server.dir, ignore_errors=True)  # kept (log and data) when something failed
+    else:
+        log(f"   server log and data kept in {server.dir}")
     return report
 
 

@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -371,7 +372,11 @@ def main():
     print(json.dumps(report))
     exact = report["server_truth_differs_from_expected"] == 0 and all(
         c["differs_from_expected"] == 0 and c["differs_from_server"] == 0 and not c["closed_early"] for c in watcher_checks.values())
-    log("final views exact" if exact else "FINAL VIEWS DIFFER")
+    if exact:
+        log("final views exact")
+        shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        log(f"FINAL VIEWS DIFFER; server log, data and views kept in {scratch}")
     return 0 if exact else 1
 
 
