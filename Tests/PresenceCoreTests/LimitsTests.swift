@@ -358,3 +358,20 @@ enum TextFileForTests {
         #expect(Self.limits.limits.map(\.operation) == [.write, .read])
     }
 }
+
+/// Issue 16: usage read back from storage is not trusted; no arithmetic on it may trap.
+@Suite struct LimitArithmeticTests {
+    @Test(arguments: [Int64.max, Int64.max - 1, Int64.min, 0])
+    func cooldownArithmeticSaturatesOnAnInsaneStartTime(started: Int64) {
+        var usage = LimitUsage(count: 5, cooldownStartedAt: started)
+        let remaining = usage.remainingCooldown(at: 1_700_000_000_000, cooldown: 120_000)
+        #expect(remaining >= 0)
+        _ = usage.advance(to: 1_700_000_000_000, uses: 5, cooldown: 120_000)
+        _ = usage.remainingCooldown(at: Int64.min, cooldown: 120_000)
+    }
+
+    @Test(arguments: [(Int64.max, "153722867280912:56"), (0, "0:00"), (1, "0:01"), (-5, "0:00"), (61_001, "1:02")])
+    func clockNeverOverflows(milliseconds: Int64, expected: String) {
+        #expect(FeatureLimitResult.clock(milliseconds: milliseconds) == expected)
+    }
+}

@@ -38,4 +38,62 @@ import Testing
         _ = try Path("/a/.priority")
         #expect(throws: DataError.self) { try Path("/.priority/a") }
     }
+
+    /// Issue 16: a 1 MB invalid path was scanned in full and echoed whole in the error. The error
+    /// now quotes a short prefix and says how long the path was.
+    @Test(arguments: [
+        String(repeating: "a", count: 1 << 20) + "/b.c",
+        "/ok/" + String(repeating: "é", count: 1 << 19) + ".",
+        String(repeating: "x.", count: 1 << 19),
+        String(repeating: "a/", count: 1 << 19),
+        String(repeating: "\u{1}", count: 1 << 20),
+        "/" + String(repeating: "\u{301}", count: 1 << 19),
+    ])
+    func hugeInvalidPathIsRefusedWithAShortMessage(_ raw: String) {
+        #expect {
+            try Path(raw)
+        } throws: { error in
+            let text = (error as? DataError)?.description ?? ""
+            return text.utf8.count < 300 && text.contains("(\(raw.utf8.count) bytes)")
+        }
+    }
+
+    @Test func errorsNameTheReasonAndQuoteEscapedInput() {
+        func message(_ raw: String) -> String {
+            do { _ = try Path(raw); return "" } catch { return error.description }
+        }
+        #expect(message("/a/b.c") == #"Invalid path "/a/b.c": invalid key "b.c": keys must be non-empty and may not contain . $ # [ ] / or control characters"#)
+        #expect(message("/a\n\"") == #"Invalid path "/a\n\"": invalid key "a\n\"": keys must be non-empty and may not contain . $ # [ ] / or control characters"#)
+        #expect(message("/.priority/a").contains(#"invalid key ".priority""#))
+        #expect(message("/" + Array(repeating: "k", count: 33).joined(separator: "/")).hasSuffix("deeper than 32 levels"))
+        #expect(message("/" + String(repeating: "x", count: 769)).hasSuffix("longer than 768 bytes"))
+    }
+
+    @Test func manySlashesAreStillOnlySeparators() throws {
+        #expect(try Path(String(repeating: "/", count: 1 << 20)).isRoot)
+        #expect(try Path(String(repeating: "/", count: 1000) + "a" + String(repeating: "/", count: 1000) + "b").segments == ["a", "b"])
+        #expect(try Path("/über/ключ/🙂").segments == ["über", "ключ", "🙂"])
+    }
+
+    /// The one-pass parser agrees with the plain definition (split on "/", drop empty pieces,
+    /// check each key, then the limits) on random paths built from the interesting bytes.
+    @Test func agreesWithTheDefinitionOnRandomPaths() {
+        let alphabet: [String] = ["a", "b", "/", "/", ".", "$", "\u{7F}", "\u{1F}", "é", ".priority", "/.priority", String(repeating: "k", count: 200)]
+        var random = QuerySplitMix(state: 16)
+        for _ in 0..<5_000 {
+            let raw = (0..<Int(random.next() % 12)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }.joined()
+            let expected = Self.definition(raw)
+            let actual = try? Path(raw).segments
+            #expect(actual == expected, "\(raw.debugDescription)")
+        }
+    }
+
+    static func definition(_ raw: String) -> [String]? {
+        let keys = raw.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        for (index, key) in keys.enumerated() where !(key == ".priority" && index == keys.count - 1) && !Path.isValidKey(key) {
+            return nil
+        }
+        guard keys.count <= Path.maxDepth, keys.joined(separator: "/").utf8.count <= Path.maxKeyPathBytes else { return nil }
+        return keys
+    }
 }

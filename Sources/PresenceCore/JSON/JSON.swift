@@ -55,6 +55,26 @@ public enum JSON: Sendable, Equatable {
         if case .null = self { return true }
         return false
     }
+
+    /// The location (`/`-joined member names and array indexes) of the first non-finite number,
+    /// or nil when every number is finite. Only documents from `parseReportingOverflow` can
+    /// hold one.
+    public func firstNonFiniteNumber() -> String? {
+        switch self {
+        case .number(let n): return n.isFinite ? nil : ""
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                if let inner = element.firstNonFiniteNumber() { return inner.isEmpty ? "\(index)" : "\(index)/\(inner)" }
+            }
+            return nil
+        case .object(let members):
+            for (key, member) in members {
+                if let inner = member.firstNonFiniteNumber() { return inner.isEmpty ? key : "\(key)/\(inner)" }
+            }
+            return nil
+        case .null, .bool, .string: return nil
+        }
+    }
 }
 
 extension JSON: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,

@@ -35,6 +35,7 @@ public final class RESTHandler {
         guard request.path.hasSuffix(".json") else {
             return .error(404, "Not found: data paths end in .json, e.g. /users/alice.json")
         }
+        if let refusal = RESTParameters.refusal(request.query) { return refusal }
         let credentials: Credentials
         switch resolveCredentials(request, now: now) {
         case .success(let resolved): credentials = resolved
@@ -48,7 +49,7 @@ public final class RESTHandler {
         case "GET": return get(path, namespace: namespace, credentials: credentials, request: request, now: now)
         case "PUT", "PATCH", "POST", "DELETE":
             return write(method, path, namespace: namespace, credentials: credentials, request: request, now: now)
-        default: return .error(405, "Method \(method) is not allowed")
+        default: return .error(405, "Method \(ClientInput.quoted(method)) is not allowed")
         }
     }
 
@@ -57,6 +58,7 @@ public final class RESTHandler {
     public func stream(_ request: HTTPRequest, now: Int64) -> Result<StreamRequest, HTTPRefusal>? {
         guard request.method == "GET", request.headers["accept"]?.contains("text/event-stream") == true,
               request.path.hasSuffix(".json") else { return nil }
+        if let refusal = RESTParameters.refusal(request.query) { return .failure(HTTPRefusal(refusal)) }
         let credentials: Credentials
         switch resolveCredentials(request, now: now) {
         case .success(let resolved): credentials = resolved
@@ -192,7 +194,7 @@ public final class RESTHandler {
             guard case .object(let members) = body else { return .error(400, "PATCH needs a JSON object of paths to values") }
             var updates: [Request.Update] = []
             for (key, value) in members {
-                guard let relative = try? Path(key), !relative.isRoot else { return .error(400, "Invalid key in update: \"\(key)\"") }
+                guard let relative = try? Path(key), !relative.isRoot else { return .error(400, "Invalid key in update: \(ClientInput.quoted(key))") }
                 updates.append(Request.Update(path: relative, value: value))
             }
             operation = .update(updates)
