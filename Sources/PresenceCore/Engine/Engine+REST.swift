@@ -25,8 +25,17 @@ extension Engine {
     }
 
 
+    /// The REST ETag of a value (§9.3): its §8.4 hash, or `null_etag` for no data.
+    public func etag(_ node: Node) -> String {
+        node.isNull ? "null_etag" : (hash(node) ?? "null_etag")
+    }
+
     /// Applies a write and returns the written values as stored (server values resolved).
-    public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64)
+    /// `ifMatch` makes it conditional (`if-match`): it applies only while the ETag of the value at
+    /// `ifMatch.path` is `ifMatch.etag`, else `dataStale`. The rules are checked first, so someone
+    /// who may not write learns nothing about the current value from the answer.
+    public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64,
+                      ifMatch: (path: Path, etag: String)? = nil)
         -> Result<[(Path, Node)], EngineError>
     {
         let ns = namespace(name)
@@ -42,6 +51,7 @@ extension Engine {
             return .failure(EngineError(error))
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
+        if let ifMatch, etag(ns.root.node(at: ifMatch.path)) != ifMatch.etag { return .failure(.dataStale) }
         if let refusal = useWriteLimits(writes.map(\.0), credentials: credentials, in: ns, now: now) { return .failure(refusal) }
         commit(writes, in: ns)
         counters.writes["rest", default: 0] += 1

@@ -30,23 +30,28 @@ extension Engine {
     func put(_ id: ConnectionID, path: Path, data: JSON, hash: String?, now: Int64) -> Result<Void, EngineError> {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
         let ns = namespace(connection.namespace)
-        if let hash {
-            // A transaction: it applies only if the value is still the one the client started from.
-            guard let current = self.hash(ns.root.node(at: path)) else {
-                return .failure(.notSupported("Transactions need the server's data hash, which is not configured"))
-            }
-            if current != hash { return .failure(.dataStale) }
-        }
         let write: (Path, Node)
         do { write = try prepare(data, at: path, in: ns, now: now) } catch { return .failure(EngineError(error)) }
+        // The rules first, as Firebase does: a transaction's datastale answer must not tell
+        // someone who may not write here whether their guess of the current value was right.
         guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
+        if let hash, let refusal = checkTransactionHash(hash, at: path, in: ns) { return .failure(refusal) }
         if let refusal = useWriteLimits([write.0], credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
         commit([write], in: ns)
         counters.writes["set", default: 0] += 1
         supersedeHeld(by: [write.0], credentials: connection.credentials, namespace: ns.name)
         return .success(())
+    }
+
+    /// A transaction applies only if the value is still the one the client started from (§8.4):
+    /// nil when `hash` matches it, else the refusal. Callers check the write rules first.
+    func checkTransactionHash(_ hash: String, at path: Path, in ns: Namespace) -> EngineError? {
+        guard let current = self.hash(ns.root.node(at: path)) else {
+            return .notSupported("Transactions need the server's data hash, which is not configured")
+        }
+        return current == hash ? nil : .dataStale
     }
 
     /// `m`: replace each child path under `path`, all or nothing.

@@ -164,8 +164,13 @@ public final class RESTHandler {
     func wantsETag(_ request: HTTPRequest) -> Bool { request.headers["x-firebase-etag"]?.lowercased() == "true" }
 
     /// The §8.4 hash of a value, or `null_etag` for no data (§9.3).
-    func etag(_ node: Node) -> String {
-        node.isNull ? "null_etag" : (engine.hash(node) ?? "null_etag")
+    func etag(_ node: Node) -> String { engine.etag(node) }
+
+    /// The ETag of the value at `path` when the caller may read it there; an ETag is a hash of
+    /// the data, so it is never given to someone who may not read the data.
+    func readableETag(_ path: Path, namespace: String, credentials: Credentials, now: Int64) -> String? {
+        guard case .success(let node) = engine.read(path, namespace: namespace, credentials: credentials, now: now) else { return nil }
+        return etag(node)
     }
 
     func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
@@ -173,18 +178,6 @@ public final class RESTHandler {
         if method != "DELETE" {
             do { body = try JSONParser.parse(bytes: request.body) } catch {
                 return .error(400, "Invalid data; couldn't parse JSON object, array, or value. (\(error.description))")
-            }
-        }
-        if let expected = request.headers["if-match"] {
-            // A conditional write (the Admin SDK's transactions): 412 with the current value and
-            // ETag when someone else changed it first.
-            let current = engine.value(at: path, namespace: namespace)
-            let tag = etag(current)
-            if expected != tag {
-                guard case .success = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
-                    return Self.response(for: .permissionDenied)
-                }
-                return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", tag)])
             }
         }
         var target = path
@@ -206,13 +199,23 @@ public final class RESTHandler {
         default:
             operation = .set(body)
         }
-        switch engine.write(operation, at: target, namespace: namespace, credentials: credentials, now: now) {
+        // A conditional write (the Admin SDK's transactions) applies only while the value at the
+        // request's path still has the ETag the client read.
+        let ifMatch = request.headers["if-match"].map { (path: path, etag: $0) }
+        switch engine.write(operation, at: target, namespace: namespace, credentials: credentials, now: now, ifMatch: ifMatch) {
+        case .failure(.dataStale) where ifMatch != nil:
+            // 412 with the current value and its ETag, for a caller who may read them.
+            guard case .success(let current) = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
+                return .error(412, "The value changed since it was read (ETag mismatch)")
+            }
+            return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", etag(current))])
         case .failure(let error):
             return Self.response(for: error)
         case .success(let written):
             var headers: [(String, String)] = []
-            if request.headers["if-match"] != nil || wantsETag(request) {
-                headers.append(("ETag", etag(engine.value(at: path, namespace: namespace))))
+            if ifMatch != nil || wantsETag(request),
+               let tag = readableETag(path, namespace: namespace, credentials: credentials, now: now) {
+                headers.append(("ETag", tag))
             }
             if request.query["print"] == "silent" { return HTTPResponse(status: 204, headers: headers, body: "") }
             switch method {
