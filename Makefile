@@ -4,7 +4,7 @@ HOST ?= 127.0.0.1
 PORT ?= 9000
 RULES ?= rules/presence.rules.json
 
-.PHONY: deps release run test test-swift test-live bench clean
+.PHONY: deps release run test test-swift test-live bench fuzz clean
 
 deps:
 	./scripts/install-deps.sh
@@ -31,6 +31,10 @@ test-live:
 
 bench: deps
 	./bench/run-short.sh
+
+# libFuzzer + ASan on every fuzz target for FUZZ_SECONDS each (default 60); see docs/robustness.md.
+fuzz: deps
+	./scripts/fuzz.sh
 
 clean:
 	rm -rf .build

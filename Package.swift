@@ -13,6 +13,9 @@ let package = Package(
         .executable(name: "presence-server", targets: ["presence-server"]),
         .executable(name: "presence-client", targets: ["presence-client"]),
         .executable(name: "presence-bench", targets: ["presence-bench"]),
+        // Fuzz targets (Sources/PresenceFuzzing). `make fuzz` builds it with libFuzzer and ASan;
+        // a plain build replays inputs: `swift run presence-fuzz json FILE…`.
+        .executable(name: "presence-fuzz", targets: ["presence-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -74,6 +77,17 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "PresenceTesting", dependencies: ["PresenceCore", "PresenceWire"], swiftSettings: strict),
+        // What each fuzz target feeds and which invariants it checks; replayed by swift test.
+        .target(
+            name: "PresenceFuzzing",
+            dependencies: [
+                "PresenceCore", "PresenceWire", "PresenceAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "presence-fuzz", dependencies: ["PresenceFuzzing"], swiftSettings: strict),
         .executableTarget(
             name: "presence-server",
             dependencies: [
@@ -117,6 +131,7 @@ let package = Package(
         .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
+        .testTarget(name: "PresenceFuzzingTests", dependencies: ["PresenceFuzzing"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
     ],

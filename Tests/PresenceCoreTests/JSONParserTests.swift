@@ -77,3 +77,13 @@ import Testing
         #expect(ClientInput.quoted(cluster).utf8.count < 120)
     }
 }
+
+@Suite struct JSONEqualityTests {
+    /// Found by fuzzing: an object with a repeated key compared unequal to itself.
+    @Test func objectWithARepeatedKeyEqualsItselfAndReadsLikeSubscript() throws {
+        let json = try JSONParser.parse(#"{"a":1,"b":true,"a":2}"#)
+        #expect(json == json)
+        #expect(json == .object([("b", true), ("a", 2)]))
+        #expect(json != .object([("a", 1), ("b", true)]))
+    }
+}

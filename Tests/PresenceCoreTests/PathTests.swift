@@ -73,6 +73,8 @@ import Testing
         #expect(try Path(String(repeating: "/", count: 1 << 20)).isRoot)
         #expect(try Path(String(repeating: "/", count: 1000) + "a" + String(repeating: "/", count: 1000) + "b").segments == ["a", "b"])
         #expect(try Path("/über/ключ/🙂").segments == ["über", "ключ", "🙂"])
+        // "/" then a combining mark is still a separator, as in the JS client (found by fuzzing).
+        #expect(try Path("/a/\u{0650}b").segments == ["a", "\u{0650}b"])
     }
 
     /// The one-pass parser agrees with the plain definition (split on "/", drop empty pieces,
@@ -89,7 +91,9 @@ import Testing
     }
 
     static func definition(_ raw: String) -> [String]? {
-        let keys = raw.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        // Split on the "/" code point, as the JS client splits (a Character split would keep a
+        // "/" followed by a combining mark inside a key; found by fuzzing).
+        let keys = raw.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map { String(String.UnicodeScalarView($0)) }
         for (index, key) in keys.enumerated() where !(key == ".priority" && index == keys.count - 1) && !Path.isValidKey(key) {
             return nil
         }
