@@ -4,7 +4,10 @@ HOST ?= 127.0.0.1
 PORT ?= 9000
 RULES ?= rules/presence.rules.json
 
-.PHONY: deps release run test test-swift test-live bench fuzz clean
+# Seconds per fuzz target in make test (make fuzz uses FUZZ_SECONDS, default 60).
+TEST_FUZZ_SECONDS ?= 30
+
+.PHONY: deps release run test test-swift test-live test-hostile test-sanitizers bench fuzz clean
 
 deps:
 	./scripts/install-deps.sh
@@ -15,12 +18,22 @@ release: deps
 run: release
 	.build/release/presence-server --host $(HOST) --port $(PORT) --rules $(RULES)
 
-# Unit, conformance and replay tests (swift test), then live tests against the real server binary.
+# Unit, conformance and replay tests (swift test), live tests against the real server binary,
+# then the hostile-input checks: every fuzz target briefly, and swift test under ASan and TSan.
 test: deps
 	./scripts/install-deps.sh --test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -p no:hypothesispytest -q Tests/live
+	$(MAKE) test-hostile
+
+# Fuzzing (TEST_FUZZ_SECONDS per target) and the sanitizer runs; see docs/robustness.md.
+test-hostile:
+	FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) ./scripts/fuzz.sh
+	./scripts/sanitizers.sh
+
+test-sanitizers:
+	./scripts/sanitizers.sh
 
 test-swift:
 	$(SWIFT) test
@@ -37,4 +50,4 @@ fuzz: deps
 	./scripts/fuzz.sh
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz .build-asan .build-tsan
