@@ -96,7 +96,7 @@ public enum RequestDecoder {
         // Overlapping keys (`a` and `a/b`) make an update ambiguous; Firebase refuses them too.
         let paths = result.map(\.path).sorted()
         for (a, b) in zip(paths, paths.dropFirst()) where a.contains(b) {
-            throw .invalidData("update keys \(a) and \(b) overlap")
+            throw .invalidData("update keys \(ClientInput.quoted(a.wireString)) and \(ClientInput.quoted(b.wireString)) overlap")
         }
         return result
     }

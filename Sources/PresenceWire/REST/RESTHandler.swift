@@ -131,7 +131,7 @@ public final class RESTHandler {
         case "PUT":
             guard let text = String(validating: request.body, as: UTF8.self) else { return .error(400, "Rules must be UTF-8 text") }
             do {
-                let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(namespace)")
+                let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(ClientInput.quoted(namespace))")
                 engine.setRules(ruleSet, text: text, namespace: namespace, now: now)
                 return .json(200, "{\"status\":\"ok\"}")
             } catch {
