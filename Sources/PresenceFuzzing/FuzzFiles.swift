@@ -1,31 +1,17 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
-/// Corpus files without Foundation: a path is a file, or a directory whose regular files (not
-/// recursively) are inputs, in name order.
+/// Corpus files: a path is a file, or a directory whose regular files (not recursively) are
+/// inputs, in name order.
 public enum FuzzFiles {
     public static func list(_ path: String) -> [String] {
-        guard let directory = opendir(path) else { return [path] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-            if !name.hasPrefix("."), entry.pointee.d_type == UInt8(DT_REG) { names.append(path + "/" + name) }
-        }
-        return names.sorted()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return [] }
+        guard isDirectory.boolValue else { return [path] }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return names.filter { !$0.hasPrefix(".") }.sorted().map { path + "/" + $0 }
     }
 
     public static func read(_ path: String) -> [UInt8]? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
-        return bytes
+        FileManager.default.contents(atPath: path).map { [UInt8]($0) }
     }
 }

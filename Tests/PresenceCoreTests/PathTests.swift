@@ -76,28 +76,4 @@ import Testing
         // "/" then a combining mark is still a separator, as in the JS client (found by fuzzing).
         #expect(try Path("/a/\u{0650}b").segments == ["a", "\u{0650}b"])
     }
-
-    /// The one-pass parser agrees with the plain definition (split on "/", drop empty pieces,
-    /// check each key, then the limits) on random paths built from the interesting bytes.
-    @Test func agreesWithTheDefinitionOnRandomPaths() {
-        let alphabet: [String] = ["a", "b", "/", "/", ".", "$", "\u{7F}", "\u{1F}", "é", ".priority", "/.priority", String(repeating: "k", count: 200)]
-        var random = QuerySplitMix(state: 16)
-        for _ in 0..<5_000 {
-            let raw = (0..<Int(random.next() % 12)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }.joined()
-            let expected = Self.definition(raw)
-            let actual = try? Path(raw).segments
-            #expect(actual == expected, "\(raw.debugDescription)")
-        }
-    }
-
-    static func definition(_ raw: String) -> [String]? {
-        // Split on the "/" code point, as the JS client splits (a Character split would keep a
-        // "/" followed by a combining mark inside a key; found by fuzzing).
-        let keys = raw.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map { String(String.UnicodeScalarView($0)) }
-        for (index, key) in keys.enumerated() where !(key == ".priority" && index == keys.count - 1) && !Path.isValidKey(key) {
-            return nil
-        }
-        guard keys.count <= Path.maxDepth, keys.joined(separator: "/").utf8.count <= Path.maxKeyPathBytes else { return nil }
-        return keys
-    }
 }
