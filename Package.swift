@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "presence-server", targets: ["presence-server"]),
         .executable(name: "presence-client", targets: ["presence-client"]),
         .executable(name: "presence-bench", targets: ["presence-bench"]),
+        .executable(name: "presence-redis-bench", targets: ["presence-redis-bench"]),
         // Fuzz targets (Sources/PresenceFuzzing). `make fuzz` builds it with libFuzzer and ASan;
         // a plain build replays inputs: `swift run presence-fuzz json FILE…`.
         .executable(name: "presence-fuzz", targets: ["presence-fuzz"]),
@@ -32,6 +33,13 @@ let package = Package(
             path: "Sources/CLibWebSockets",
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
+        ),
+        // hiredis 0.14.1 and libuv, with our own hiredis-on-libuv adapter (shim.h says why). No
+        // pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning.
+        .systemLibrary(
+            name: "CHiredis",
+            path: "Sources/CHiredis",
+            providers: [.apt(["libhiredis-dev", "libuv1-dev"])]
         ),
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
@@ -57,6 +65,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Redis for scale-out (docs/scaling.md): a client on the server's libuv loop (reconnects,
+        // timeouts, scripts) and the design's Lua scripts behind a Swift API (log, leases, sessions,
+        // snapshots).
+        .target(
+            name: "PresenceRedis",
+            dependencies: ["CHiredis", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
         .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.
@@ -67,6 +83,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            // The operator dashboard, embedded at build time (AdminDashboard.swift says why).
+            resources: [
+                .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
+                .embedInCode("Dashboard/chart.js"), .embedInCode("Dashboard/dashboard.js"),
             ],
             swiftSettings: strict
         ),
@@ -116,6 +137,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // SEQ round trip and Redis CPU per write through PresenceRedis (bench/redis-seq.sh).
+        .executableTarget(
+            name: "presence-redis-bench",
+            dependencies: [
+                "PresenceRedis", "CHiredis",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
@@ -128,10 +158,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore"], swiftSettings: strict),
+        .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore", "PresenceWire", "PresenceTesting"],
+                    swiftSettings: strict),
         .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
                     swiftSettings: strict),
         .testTarget(name: "PresenceFuzzingTests", dependencies: ["PresenceFuzzing"], swiftSettings: strict),
+        // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
+        .testTarget(name: "PresenceRedisTests", dependencies: ["PresenceRedis", "CHiredis"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
     ],

@@ -14,6 +14,8 @@
 #      PORT (9190; Mosquitto on PORT+10/+11), OURS_ARGS (more presence-server flags, e.g.
 #      "--storage memory" to match Mosquitto's persistence false). An empty RATES or CHURN_RATES skips.
 # The heavier shapes of issue 8: RATES="7500 20000" CHURN_RATES="1000 2000" MEMORY_COUNT=19900.
+# Every scenario runs even when one fails (a failed final-state check exits 2, a timeout 124); the
+# script then names the failed runs on stderr and exits 1.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/mosquitto.sh"
 USERS="${USERS:-1000}"; WATCHERS="${WATCHERS:-1000}"; SUBS="${SUBS:-10}"; RATES="${RATES-${RATE:-5000}}"; DURATION="${DURATION:-5}"
@@ -26,17 +28,29 @@ trap 'stop_server; stop_mosquitto' EXIT
 
 rss_of() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
 
+FAILED=()
+# run NAME COMMAND...: runs one measurement; a failure is remembered, and the comparison goes on.
+run() {
+    local name="$1" status=0
+    shift
+    "$@" || status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "!! $name failed (exit $status)" >&2
+        FAILED+=("$name (exit $status)")
+    fi
+}
+
 for RATE in $RATES; do
     FANOUT=(--users "$USERS" --watchers "$WATCHERS" --subscriptions "$SUBS" --rate "$RATE" --duration "$DURATION" --settle 5 --source-addresses 4)
     echo "== fanout $RATE writes/s: presence-server" >&2
     DATA_DIR="" SERVER_ARGS="--log-level warning ${OURS_ARGS:-}" start_server
     trap 'stop_server; stop_mosquitto' EXIT
     # shellcheck disable=SC2046
-    timeout $((DURATION + 200)) "$BENCH" fanout --url "$URL" "${FANOUT[@]}" $(pid_args) || true
+    run "fanout $RATE/s presence-server" timeout $((DURATION + 200)) "$BENCH" fanout --url "$URL" "${FANOUT[@]}" $(pid_args)
     stop_server
     echo "== fanout $RATE writes/s: mosquitto" >&2
     start_mosquitto "$MQTT_PORT"
-    timeout $((DURATION + 200)) "$BENCH" mqtt-fanout --url "$MQTT_URL" "${FANOUT[@]}" --server-pid "$MOSQ_PID" || true
+    run "fanout $RATE/s mosquitto" timeout $((DURATION + 200)) "$BENCH" mqtt-fanout --url "$MQTT_URL" "${FANOUT[@]}" --server-pid "$MOSQ_PID"
     stop_mosquitto
 done
 
@@ -48,11 +62,11 @@ for CHURN_RATE in $CHURN_RATES; do
     DATA_DIR="" SERVER_ARGS="--log-level warning --disconnect-grace $CHURN_GRACE ${OURS_ARGS:-}" start_server
     trap 'stop_server; stop_mosquitto' EXIT
     # shellcheck disable=SC2046
-    timeout $((DURATION + 200)) "$BENCH" churn --protocol rtdb --url "$URL" "${CHURN[@]}" --grace "$CHURN_GRACE" $(pid_args) || true
+    run "churn $CHURN_RATE/s presence-server" timeout $((DURATION + 200)) "$BENCH" churn --protocol rtdb --url "$URL" "${CHURN[@]}" --grace "$CHURN_GRACE" $(pid_args)
     stop_server
     echo "== churn $CHURN_RATE connects/s: mosquitto" >&2
     start_mosquitto "$MQTT_PORT"
-    timeout $((DURATION + 200)) "$BENCH" churn --protocol mqtt --url "$MQTT_URL" "${CHURN[@]}" --server-pid "$MOSQ_PID" || true
+    run "churn $CHURN_RATE/s mosquitto" timeout $((DURATION + 200)) "$BENCH" churn --protocol mqtt --url "$MQTT_URL" "${CHURN[@]}" --server-pid "$MOSQ_PID"
     stop_mosquitto
 done
 
@@ -65,11 +79,17 @@ if [ "$MEMORY_COUNT" -gt 0 ]; then
     trap 'stop_server; stop_mosquitto' EXIT
     echo "baseline_rss $(rss_of "$SERVER_PID")" >&2
     # shellcheck disable=SC2046
-    timeout 300 "$BENCH" fanout --url "$URL" "${MEM[@]}" $(pid_args) || true
+    run "memory presence-server" timeout 300 "$BENCH" fanout --url "$URL" "${MEM[@]}" $(pid_args)
     stop_server
     echo "== memory, $MEMORY_COUNT connections: mosquitto; baseline RSS on stderr" >&2
     start_mosquitto "$MQTT_PORT"
     echo "baseline_rss $(rss_of "$MOSQ_PID")" >&2
-    timeout 300 "$BENCH" mqtt-fanout --url "$MQTT_URL" "${MEM[@]}" --server-pid "$MOSQ_PID" || true
+    run "memory mosquitto" timeout 300 "$BENCH" mqtt-fanout --url "$MQTT_URL" "${MEM[@]}" --server-pid "$MOSQ_PID"
     stop_mosquitto
+fi
+
+if [ "${#FAILED[@]}" -gt 0 ]; then
+    echo "compare: ${#FAILED[@]} run(s) failed:" >&2
+    printf '  %s\n' "${FAILED[@]}" >&2
+    exit 1
 fi

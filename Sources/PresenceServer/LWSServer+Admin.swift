@@ -37,6 +37,10 @@ extension LWSServer {
             return listConnections(request)
         case ("POST", "connections") where parts.count == 4 && parts[3] == "close":
             return closeConnection(session: parts[2], request: request)
+        case ("GET", "users") where parts.count == 2:
+            return listUsers(request)
+        case ("GET", "activity") where parts.count == 2:
+            return activityResponse(request)
         case ("GET", "users") where parts.count == 3:
             return user(parts[2], request: request)
         case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":

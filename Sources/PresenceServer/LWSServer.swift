@@ -75,6 +75,8 @@ public final class LWSServer: @unchecked Sendable {
     /// Monotonic time (ns) when the current step began: write-to-push is measured from it.
     var stepStartedAt: UInt64?
     var totals = Totals()
+    /// The dashboard's last ten minutes, one sample a second (AdminActivity.swift).
+    let activity = ActivitySampler()
 
     struct Totals {
         var messagesIn = 0
@@ -178,6 +180,7 @@ public final class LWSServer: @unchecked Sendable {
         installSignalHandlers()
         startStorage()
         startLivenessSweep()
+        startActivitySampling()
     }
 
     private func installSignalHandlers() {

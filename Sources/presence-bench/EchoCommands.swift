@@ -28,20 +28,16 @@ struct EchoServerCommand: ParsableCommand {
         // Under libuv, lws owns SIGINT/SIGTERM (EchoServer routes them to requestStop); with
         // poll, dispatch sources do it.
         let sources = poll ? installStopSignals { server.requestStop() } : []
-        let stopAt = DispatchTime.now() + duration
-        DispatchQueue.global().asyncAfter(deadline: stopAt) { server.requestStop() }
         let t0 = monotonicMicros()
-        var ok = false
-        server.run { started in
-            ok = started
-            if started { log("echo-server listening on port \(o.port) (\(o.libuv ? "libuv" : "poll"))") }
-        }
+        guard server.startOnThread() else { throw ValidationError("could not listen on port \(port)") }
+        log("echo-server listening on port \(server.port) (\(o.libuv ? "libuv" : "poll"))")
+        DispatchQueue.global().asyncAfter(deadline: .now() + duration) { server.requestStop() }
+        server.waitStopped()
         _ = sources
-        guard ok else { throw ValidationError("could not listen on port \(port)") }
         let cpu = selfCPU()
         printResult([
             ("scenario", .string("echo-server")),
-            ("port", .int(Int(port))),
+            ("port", .int(server.port)),
             ("ran_s", .double(Double(monotonicMicros() - t0) / 1e6)),
             ("cpu_user_s", .double(cpu.user)),
             ("cpu_system_s", .double(cpu.system)),

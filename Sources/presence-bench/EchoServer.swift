@@ -5,14 +5,15 @@ import Glibc
 import PresenceClient
 import Synchronization
 
-/// A minimal lws echo server with the same pattern as a real one: one context on one thread,
-/// libuv backend, per-session `UInt64` id into a Swift table, an outbound queue with one
-/// `lws_write` per `SERVER_WRITEABLE`, rx flow control at a high-water mark, inbox +
-/// `lws_cancel_service` for stopping, two-stage destroy from inside the loop.
+/// A minimal lws echo server with the same pattern as a real one: one context on one thread (the
+/// client transport's ``LoopRuntime``: libuv backend, `lws_cancel_service` wake-up, two-stage
+/// destroy from inside the loop), per-session `UInt64` id into a Swift table, an outbound queue
+/// with one `lws_write` per `SERVER_WRITEABLE`, rx flow control at a high-water mark.
 ///
 /// The text message `__stats__` is answered with the counters as JSON instead of being echoed.
 final class EchoServer: @unchecked Sendable {
     struct Options: Sendable {
+        /// 0 picks a free port (see ``EchoServer/port``).
         var port: Int32 = 9100
         var libuv = true
         var pingSeconds: UInt16 = 0
@@ -33,6 +34,12 @@ final class EchoServer: @unchecked Sendable {
         let flowPauses = Atomic<Int>(0)
         /// Monotonic µs of the last CLOSED without a close frame.
         let lastAbruptCloseMicros = Atomic<UInt64>(0)
+        private let userAgent = Mutex("")
+        /// The `User-Agent` of the last handshake.
+        var lastUserAgent: String {
+            get { userAgent.withLock { $0 } }
+            set { userAgent.withLock { $0 = newValue } }
+        }
 
         func json() -> JSON {
             .object([
@@ -49,10 +56,8 @@ final class EchoServer: @unchecked Sendable {
 
     let options: Options
     let counters = Counters()
-
-    private struct ContextRef: @unchecked Sendable { let raw: OpaquePointer }
-    private let inbox = Mutex<(stop: Bool, ctx: ContextRef?)>((false, nil))
-    private let done = DispatchSemaphore(value: 0)
+    private let runtime = LoopRuntime()
+    private let listeningPort = Atomic<Int>(0)
 
     // Loop-confined.
     private final class Conn {
@@ -64,121 +69,64 @@ final class EchoServer: @unchecked Sendable {
     }
     private var conns: [UInt64: Conn] = [:]
     private var nextID: UInt64 = 1
-    private var ctx: OpaquePointer?
-    private var stopping = false
-    private var stopTimer: UnsafeMutablePointer<lwss_timer_t>?
     private let pre = Int(lwss_pre())
 
     init(options: Options) { self.options = options }
 
-    /// Runs the server on a new thread; returns once it listens (false if it could not start).
+    /// The port it listens on (the one picked by the system when `options.port` is 0).
+    var port: Int { listeningPort.load(ordering: .acquiring) }
+
+    /// Runs the server on its own thread; returns once it listens (false if it could not start).
     func startOnThread() -> Bool {
-        let ready = DispatchSemaphore(value: 0)
-        let ok = Atomic<Bool>(false)
-        let t = Thread { [self] in
-            run { ok.store($0, ordering: .relaxed); ready.signal() }
+        var setup = LoopRuntime.Setup()
+        setup.eventLoop = options.libuv ? .libuv : .poll
+        setup.threadName = "echo-server"
+        setup.protocolName = "echo"
+        setup.perSessionDataSize = MemoryLayout<UInt64>.size
+        setup.rxBufferSize = options.rxBufferSize
+        setup.onSignal = { [self] _ in requestStop() }  // lws owns SIGINT/SIGTERM under libuv
+        setup.configure = { [options] runtime, info in
+            info.port = options.port
+            if options.pingSeconds > 0 || options.hangupSeconds > 0 {
+                info.retry_and_idle_policy = runtime.keepRetryPolicy(ping: options.pingSeconds, hangup: options.hangupSeconds)
+            }
         }
-        t.name = "echo-server"
-        t.start()
-        ready.wait()
-        return ok.load(ordering: .relaxed)
-    }
-
-    /// Asks the loop to stop (any thread, signal-safe enough: one lock + eventfd write).
-    func requestStop() {
-        inbox.withLock { box in
-            box.stop = true
-            if let c = box.ctx { lws_cancel_service(c.raw) }
+        setup.onStart = { [self] in
+            if let context = runtime.context, let vhost = lws_get_vhost_by_name(context, "default") {
+                listeningPort.store(Int(lws_get_vhost_listen_port(vhost)), ordering: .releasing)
+            }
         }
-    }
-
-    /// Waits until `run` has returned.
-    func waitStopped() { done.wait(); done.signal() }
-
-    /// Creates the context and services it on the calling thread until stopped.
-    func run(started: (Bool) -> Void) {
-        lws_set_log_level(3, nil)
-        let protos = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
-        protos.initialize(repeating: lws_protocols(), count: 2)
-        let name = strdup("echo")!
-        protos[0].name = UnsafePointer(name)
-        protos[0].callback = echoServerCallback
-        protos[0].per_session_data_size = MemoryLayout<UInt64>.size
-        protos[0].rx_buffer_size = options.rxBufferSize
-        var retry: UnsafeMutablePointer<lws_retry_bo_t>?
-        var info = lws_context_creation_info()
-        info.port = options.port
-        info.protocols = UnsafePointer(protos)
-        info.gid = -1
-        info.uid = -1
-        info.user = Unmanaged.passUnretained(self).toOpaque()
-        if options.libuv {
-            info.options |= UInt64(LWS_SERVER_OPTION_LIBUV) | UInt64(LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN)
-            info.signal_cb = echoServerSignal  // lws owns SIGINT/SIGTERM under libuv
-        }
-        if options.pingSeconds > 0 || options.hangupSeconds > 0 {
-            let r = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)
-            r.initialize(to: lws_retry_bo_t())
-            r.pointee.secs_since_valid_ping = options.pingSeconds
-            r.pointee.secs_since_valid_hangup = options.hangupSeconds
-            info.retry_and_idle_policy = UnsafePointer(r)
-            retry = r
-        }
-        guard let c = lws_create_context(&info) else {
-            started(false)
-            protos.deallocate(); free(name); retry?.deallocate()
-            done.signal()
-            return
-        }
-        ctx = c
-        let stopEarly = inbox.withLock { box -> Bool in box.ctx = ContextRef(raw: c); return box.stop }
-        started(true)
-        if stopEarly { beginStop() }
-        // poll: lws_service returns after each wait. libuv: it returns once the stage-1
-        // destroy has run inside the loop (beginStop), by which time `stopping` is set.
-        while !stopping {
-            if lws_service(c, 0) < 0 { break }
-            if options.libuv { break }
-        }
-        inbox.withLock { $0.ctx = nil }
-        lws_context_destroy(c)
-        ctx = nil
-        protos.deallocate()
-        free(name)
-        retry?.deallocate()
-        stopTimer?.deallocate()
-        done.signal()
-    }
-
-    private func beginStop() {
-        guard !stopping, let c = ctx else { return }
-        stopping = true
-        inbox.withLock { $0.ctx = nil }
-        if options.libuv {
-            let t = UnsafeMutablePointer<lwss_timer_t>.allocate(capacity: 1)
-            t.initialize(to: lwss_timer_t())
-            t.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
-            stopTimer = t
-            lws_sul_schedule(c, 0, &t.pointee.sul, echoServerStopSul, 1)
+        setup.callback = { [self] wsi, reason, pss, input, length in handle(wsi, reason, pss, input, length) }
+        do {
+            try runtime.start(setup)
+            return true
+        } catch {
+            return false
         }
     }
 
-    fileprivate func destroyFromLoop() {
-        if let c = ctx { lws_context_destroy(c) }
-    }
+    /// Asks the loop to stop (any thread).
+    func requestStop() { runtime.requestStop() }
 
-    fileprivate func handle(_ wsi: OpaquePointer, _ reason: lws_callback_reasons,
-                            _ pss: UnsafeMutableRawPointer?, _ inp: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+    /// Waits until the loop has stopped.
+    func waitStopped() { runtime.waitStopped() }
+
+    private func handle(_ wsi: OpaquePointer, _ reason: lws_callback_reasons,
+                        _ pss: UnsafeMutableRawPointer?, _ inp: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
         switch reason {
-        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-            if inbox.withLock({ $0.stop }) { beginStop() }
-            return 0
         case LWS_CALLBACK_ESTABLISHED:
             guard let pss else { return -1 }
             let id = nextID
             nextID += 1
             pss.storeBytes(of: id, as: UInt64.self)
             conns[id] = Conn()
+            let length = Int(lwss_hdr_total_length(wsi, Int32(WSI_TOKEN_HTTP_USER_AGENT.rawValue)))
+            if length > 0 {
+                var agent = [CChar](repeating: 0, count: length + 1)
+                if lwss_hdr_copy(wsi, &agent, Int32(length + 1), Int32(WSI_TOKEN_HTTP_USER_AGENT.rawValue)) > 0 {
+                    counters.lastUserAgent = String(decoding: agent.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                }
+            }
             counters.established.wrappingAdd(1, ordering: .relaxed)
             return 0
         case LWS_CALLBACK_RECEIVE:
@@ -245,23 +193,4 @@ final class EchoServer: @unchecked Sendable {
             return lws_callback_http_dummy(wsi, reason, pss, inp, len)
         }
     }
-}
-
-private func echoServerCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons,
-                                _ user: UnsafeMutableRawPointer?, _ inp: UnsafeMutableRawPointer?,
-                                _ len: Int) -> Int32 {
-    guard let wsi, let context = lws_get_context(wsi), let raw = lws_context_user(context) else { return 0 }
-    return Unmanaged<EchoServer>.fromOpaque(raw).takeUnretainedValue().handle(wsi, reason, user, inp, len)
-}
-
-private func echoServerStopSul(_ sul: UnsafeMutablePointer<lws_sorted_usec_list_t>?) {
-    guard let sul, let t = lwss_timer_from_sul(sul), let owner = t.pointee.owner else { return }
-    Unmanaged<EchoServer>.fromOpaque(owner).takeUnretainedValue().destroyFromLoop()
-}
-
-/// libuv signal watcher callback: the handle's first field (`uv_handle_t.data`) is the context.
-private func echoServerSignal(_ handle: UnsafeMutableRawPointer?, _ signum: Int32) {
-    guard let handle, let context = handle.load(as: OpaquePointer?.self),
-          let raw = lws_context_user(context) else { return }
-    Unmanaged<EchoServer>.fromOpaque(raw).takeUnretainedValue().requestStop()
 }

@@ -44,7 +44,9 @@ struct FanoutMeasurement {
     var serverCPU: Double?
     var serverRSS: Int?
 
-    var ok: Bool { verdict.wrong == 0 && verdict.lastSeenDisagree == 0 }
+    /// The final-state check: every watcher saw its user's last write, and every write was acked.
+    /// The command exits with 2 when it fails.
+    var ok: Bool { verdict.wrong == 0 && verdict.lastSeenDisagree == 0 && allAcked }
 
     var finalStateFields: [(String, JSON)] {
         [
@@ -53,7 +55,7 @@ struct FanoutMeasurement {
                 ("checked", .int(verdict.checked)), ("wrong", .int(verdict.wrong)),
                 ("lastSeen_disagreements", .int(verdict.lastSeenDisagree)),
                 ("all_acked", .bool(allAcked)),
-                ("ok", .bool(ok && allAcked)),
+                ("ok", .bool(ok)),
                 ("examples", .array(verdict.examples.map { .string($0) })),
             ])),
         ] + resourceFields(generatorCPU: generatorCPU, serverCPU: serverCPU, serverRSS: serverRSS,

@@ -50,7 +50,7 @@ struct SelfTestCommand: ParsableCommand {
         abstract: "Check the lws client transport (echo, fragments, clean close, abort, pause) against an in-process echo server."
     )
 
-    @Option(help: "Port for the in-process echo server.") var port: Int32 = 19_123
+    @Option(help: "Port for the in-process echo server (0: a free one).") var port: Int32 = 0
     @Option(help: "Server ping/hang-up seconds used by the half-open (pause) check.") var hangup: UInt16 = 3
     @Flag(help: "Use the poll() backend in both client and server.") var poll = false
 
@@ -61,18 +61,19 @@ struct SelfTestCommand: ParsableCommand {
         o.hangupSeconds = hangup
         o.libuv = !poll
         let server = EchoServer(options: o)
-        guard server.startOnThread() else { throw ValidationError("echo server could not listen on \(port)") }
+        guard server.startOnThread() else { throw ValidationError("echo server could not listen on port \(port)") }
         defer { server.requestStop(); server.waitStopped() }
 
         let log = EventLog()
         var cfg = WebSocketClientConfiguration()
         cfg.rxBufferSize = 1024
         cfg.eventLoop = poll ? .poll : .libuv
+        cfg.userAgent = "presence-bench-selftest/1"
         if let l = ProcessInfo.processInfo.environment["LWS_LOG"], let v = Int32(l) { cfg.lwsLogLevel = v }
         let client = WebSocketClient(configuration: cfg) { _, e in log.add(e) }
         try client.start()
         defer { client.shutdown() }
-        let url = WebSocketURL(host: "127.0.0.1", port: Int(port), pathAndQuery: "/.ws?v=5&ns=selftest")
+        let url = WebSocketURL(host: "127.0.0.1", port: server.port, pathAndQuery: "/.ws?v=5&ns=selftest")
         var checks: [(String, JSON)] = []
         var allOK = true
         func check(_ name: String, _ ok: Bool, _ detail: [(String, JSON)] = []) {
@@ -91,6 +92,7 @@ struct SelfTestCommand: ParsableCommand {
         client.send(a, text: "hello-before-handshake")
         let okA = waitFor(3) { log.messages(a).count >= 1 }
         check("echo_small", okA && log.messages(a).first == Array("hello-before-handshake".utf8))
+        check("user_agent_sent", c.lastUserAgent == "presence-bench-selftest/1", [("seen", .string(c.lastUserAgent))])
 
         // 2. 200 KB message sent as 16 KiB fragments; echoed as one message, read back through a
         //    1 KB rx buffer: both sides reassemble.
@@ -159,6 +161,24 @@ struct SelfTestCommand: ParsableCommand {
         client.send(s, text: "from-127.0.0.2")
         let okSrc = waitFor(3) { log.messages(s).count == 1 }
         check("source_address_127.0.0.2", okSrc, [("failure", .string(log.failure(s) ?? ""))])
+
+        // 9. A message over the receiving client's limit is not buffered: it closes with 1009
+        //    (the server sees the close frame) and says why.
+        var smallCfg = cfg
+        smallCfg.maxMessageBytes = 100_000
+        let smallLog = EventLog()  // ids are per client
+        let small = WebSocketClient(configuration: smallCfg) { _, e in smallLog.add(e) }
+        try small.start()
+        defer { small.shutdown() }
+        let m = small.connect(to: url)
+        let bigFrames0 = c.peerCloseFrames.load(ordering: .relaxed)
+        small.send(m, bytes: big, fragmentSize: 16_384)
+        let okLimit = waitFor(5) { smallLog.closeInfo(m) != nil }
+        let limitInfo = smallLog.closeInfo(m)?.0
+        check("oversized_message_refused", okLimit && limitInfo?.messageTooLarge == true && smallLog.messages(m).isEmpty
+                && c.peerCloseFrames.load(ordering: .relaxed) == bigFrames0 + 1,
+              [("message_too_large", .bool(limitInfo?.messageTooLarge ?? false)),
+               ("messages_delivered", .int(smallLog.messages(m).count))])
 
         client.closeAll()
         _ = waitFor(3) { client.statistics.open == 0 }

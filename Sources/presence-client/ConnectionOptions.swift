@@ -33,6 +33,9 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Authenticate as the emulator's admin (the credential owner).")
     var admin = false
 
+    @Option(help: "The largest message taken from the server or sent to it, in bytes: a larger one from the server ends the command with an error, a larger request is refused before it is sent.")
+    var maxMessageBytes = ClientConfiguration.defaultMaxMessageBytes
+
     @Option(help: ArgumentHelp(
         "An extra token claim as key=value for the token made for --uid (unsigned, or minted with --secret-file); the value is read as JSON when it parses, else as a string. Repeatable.",
         valueName: "key=value"))
@@ -43,6 +46,9 @@ struct ConnectionOptions: ParsableArguments {
             throw ValidationError("--server must look like ws://host:port or wss://host:port (got \(server))")
         }
         if let caFile, access(caFile, R_OK) != 0 { throw ValidationError("cannot read --ca-file \(caFile)") }
+        guard (1024...ClientConfiguration.largestMessageBytes).contains(maxMessageBytes) else {
+            throw ValidationError("--max-message-bytes must be between 1024 and \(ClientConfiguration.largestMessageBytes)")
+        }
         let sources = [token != nil, tokenFile != nil, secretFile != nil, admin].filter { $0 }.count
         if sources > 1 {
             throw ValidationError("use only one of --token, --token-file, --secret-file and --admin")
@@ -117,6 +123,7 @@ struct ConnectionOptions: ParsableArguments {
         config.failFast = failFast
         config.caFile = caFile
         config.insecureSkipVerify = insecureSkipVerify
+        config.maxMessageBytes = maxMessageBytes
         return config
     }
 }

@@ -5,7 +5,7 @@ import PresenceCore
 /// Shared body of the one-shot commands: connect (no retry), issue one request, wait for its answer.
 enum OneShot {
     static func failureCode(_ failure: RequestFailure) -> Int32 {
-        failure.status.hasSuffix("_token") ? Exit.auth : Exit.refused
+        failure.isCredentialProblem ? Exit.auth : Exit.refused
     }
 
     /// Runs a single write and prints `ok` (or `okText`).

@@ -197,7 +197,7 @@ final class OnlineRefresher: @unchecked Sendable {
 
     private func statusRead(_ value: JSON?, _ failure: RequestFailure?) {
         statusGet = nil
-        if let failure, failure.status.hasSuffix("_token") {
+        if let failure, failure.isCredentialProblem {
             console.error("get \(OnlineRefresh.statusPath): \(failure)")
             return session.end(Exit.auth)
         }
@@ -245,7 +245,7 @@ final class OnlineRefresher: @unchecked Sendable {
         if let ticket { scheduler.complete(ticket, success: failure == nil, now: now) }
         ticket = nil
         if let failure {
-            if failure.status == "rate_limited" {
+            if failure.isRateLimited {
                 // Another device used the last refresh first: the status read next says how long.
                 refusal = failure
                 if afterGet == nil { readStatus() } else { statusGet = afterGet; afterGet = nil }

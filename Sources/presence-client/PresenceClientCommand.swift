@@ -1,4 +1,5 @@
 import ArgumentParser
+import PresenceClient
 
 struct PresenceClientCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,6 +17,7 @@ struct PresenceClientCommand: ParsableCommand {
               presence-client token --uid alice --secret-file secret.txt --ttl 1h
               presence-client token --uid alice --secret-file secret.txt --claim subscription=lite
             """,
+        version: PresenceClientVersion.current,
         subcommands: [
             AdminCommand.self,
             SimulateCommand.self, WatchCommand.self, OnlineCommand.self,

@@ -1,6 +1,7 @@
-import PresenceCore
-import Testing
 @testable import PresenceClient
+import PresenceCore
+import PresenceTesting
+import Testing
 
 @Suite struct AppPresenceTests {
     let online = AppPresence.presenceValue(online: true)
@@ -12,9 +13,9 @@ import Testing
         var app = AppPresence(uid: "alice", debounceMilliseconds: 3000)
         #expect(app.lifecycle(.active, now: clock.now).isEmpty)
         #expect(app.nextDeadline == clock.now + 3000)
-        clock.advance(2999)
+        clock.advance(byMilliseconds: 2999)
         #expect(app.timerFired(now: clock.now).isEmpty)
-        clock.advance(1)
+        clock.advance(byMilliseconds: 1)
         #expect(app.timerFired(now: clock.now) == [
             .registerOnDisconnect(path: p, value: offline),
             .write(path: p, value: online, online: true),
@@ -27,14 +28,14 @@ import Testing
         let clock = ManualClock()
         var app = AppPresence(uid: "alice", debounceMilliseconds: 3000)
         _ = app.lifecycle(.active, now: clock.now)
-        clock.advance(3000)
+        clock.advance(byMilliseconds: 3000)
         _ = app.timerFired(now: clock.now)
-        clock.advance(10_000)
+        clock.advance(byMilliseconds: 10_000)
         #expect(app.lifecycle(.background, now: clock.now).isEmpty)
-        clock.advance(2000)
+        clock.advance(byMilliseconds: 2000)
         #expect(app.lifecycle(.active, now: clock.now).isEmpty)
         #expect(app.nextDeadline == nil)
-        clock.advance(5000)
+        clock.advance(byMilliseconds: 5000)
         #expect(app.timerFired(now: clock.now).isEmpty)
     }
 
@@ -42,13 +43,13 @@ import Testing
         let clock = ManualClock()
         var app = AppPresence(uid: "alice", debounceMilliseconds: 3000)
         _ = app.lifecycle(.active, now: clock.now)
-        clock.advance(1000)
+        clock.advance(byMilliseconds: 1000)
         _ = app.lifecycle(.inactive, now: clock.now)  // nothing written yet: offline is a change from "nothing"
-        clock.advance(1000)
+        clock.advance(byMilliseconds: 1000)
         _ = app.lifecycle(.background, now: clock.now)
-        clock.advance(2999)
+        clock.advance(byMilliseconds: 2999)
         #expect(app.timerFired(now: clock.now).isEmpty)
-        clock.advance(1)
+        clock.advance(byMilliseconds: 1)
         #expect(app.timerFired(now: clock.now) == [.write(path: p, value: offline, online: false)])
         // inactive after background: already offline, nothing to write.
         #expect(app.lifecycle(.inactive, now: clock.now).isEmpty)
@@ -60,10 +61,10 @@ import Testing
             let clock = ManualClock()
             var app = AppPresence(uid: "alice", debounceMilliseconds: 3000)
             _ = app.lifecycle(.active, now: clock.now)
-            clock.advance(3000)
+            clock.advance(byMilliseconds: 3000)
             _ = app.timerFired(now: clock.now)
             _ = app.lifecycle(state, now: clock.now)
-            clock.advance(3000)
+            clock.advance(byMilliseconds: 3000)
             #expect(app.timerFired(now: clock.now) == [.write(path: p, value: offline, online: false)])
         }
     }

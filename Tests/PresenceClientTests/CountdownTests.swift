@@ -1,6 +1,7 @@
-import PresenceCore
-import Testing
 @testable import PresenceClient
+import PresenceCore
+import PresenceTesting
+import Testing
 
 @Suite struct CountdownTests {
     @Test func minutesSeconds() {
@@ -20,16 +21,16 @@ import Testing
         let c = Countdown(now: clock.now, remainingMilliseconds: 120_000, totalMilliseconds: 120_000)
         #expect(c.line(now: clock.now) == "Time remaining 2:00")
         #expect(c.fraction(now: clock.now) == 0)
-        clock.advance(15_000)
+        clock.advance(byMilliseconds: 15_000)
         #expect(c.line(now: clock.now) == "Time remaining 1:45")
         #expect(c.fraction(now: clock.now) == 0.125)
-        clock.advance(45_000)
+        clock.advance(byMilliseconds: 45_000)
         #expect(c.fraction(now: clock.now) == 0.5)
         #expect(c.lineWithBar(now: clock.now, width: 10) == "Time remaining 1:00 [█████░░░░░]")
-        clock.advance(59_500)
+        clock.advance(byMilliseconds: 59_500)
         #expect(c.line(now: clock.now) == "Time remaining 0:01")
         #expect(!c.isOver(now: clock.now))
-        clock.advance(500)
+        clock.advance(byMilliseconds: 500)
         #expect(c.isOver(now: clock.now))
         #expect(c.lineWithBar(now: clock.now, width: 4) == "Time remaining 0:00 [████]")
         #expect(c.fraction(now: clock.now + 10_000) == 1)

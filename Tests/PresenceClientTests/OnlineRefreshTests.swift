@@ -1,7 +1,8 @@
 import Foundation
-import PresenceCore
-import Testing
 @testable import PresenceClient
+import PresenceCore
+import PresenceTesting
+import Testing
 
 @Suite struct OnlineRefreshTests {
     func status(_ text: String) -> FeatureLimitStatus {
@@ -41,9 +42,9 @@ import Testing
         s.register(OnlineRefresh.kind, RefreshPolicy(intervalMilliseconds: 1_800_000))
         let t = s.start(OnlineRefresh.kind, now: clock.now)!
         s.complete(t, success: true, now: clock.now)
-        clock.advance(29 * 60_000)
+        clock.advance(byMilliseconds: 29 * 60_000)
         #expect(decide() == .showCache)
-        clock.advance(60_000)
+        clock.advance(byMilliseconds: 60_000)
         #expect(decide() == .refresh)
     }
 

@@ -1,7 +1,8 @@
+@testable import PresenceClient
 import PresenceCore
+import PresenceTesting
 import Synchronization
 import Testing
-@testable import PresenceClient
 
 /// An ``HTTPGetting`` that records requests and answers them when the test says so.
 final class FakeHTTP: HTTPGetting {
@@ -118,10 +119,10 @@ final class PollingRig {
         #expect(rig.poller.scheduler.lastSuccess(kind) == rig.clock.now)
         // 15 s plus half of the 3 s jitter span.
         #expect(rig.poller.statusText(now: rig.clock.now) == "next update in 17 s")
-        rig.clock.advance(16_499)
+        rig.clock.advance(byMilliseconds: 16_499)
         rig.tick()
         #expect(rig.http.urls.isEmpty)
-        rig.clock.advance(1)
+        rig.clock.advance(byMilliseconds: 1)
         rig.tick()
         #expect(rig.http.urls.count == 2)
         rig.answer(.response(status: 200, body: #"{"online":false,"lastSeen":1700000016000}"#))
@@ -151,17 +152,17 @@ final class PollingRig {
         #expect(rig.board.records["alice"] == PresenceRecord(uid: "alice"))
         // Retried after 5 s, not before.
         #expect(rig.poller.statusText(now: rig.clock.now) == "next update in 5 s")
-        rig.clock.advance(4_999)
+        rig.clock.advance(byMilliseconds: 4_999)
         rig.tick()
         #expect(rig.http.urls.isEmpty)
-        rig.clock.advance(1)
+        rig.clock.advance(byMilliseconds: 1)
         rig.tick()
         rig.answer(denied)
         #expect(rig.notes.count == 1)  // the same failure again: not repeated
-        rig.clock.advance(5_000)
+        rig.clock.advance(byMilliseconds: 5_000)
         rig.tick()
         rig.answer(.failed("Could not connect to the server."))
-        rig.clock.advance(5_000)
+        rig.clock.advance(byMilliseconds: 5_000)
         rig.tick()
         rig.answer(.response(status: 200, body: "not json"))
         #expect(rig.notes.dropFirst() == [
@@ -169,7 +170,7 @@ final class PollingRig {
             "poll users/alice/presence failed: the server's answer is not JSON",
         ])
         #expect(rig.poller.scheduler.lastSuccess(kind) == nil && rig.fatal == nil)
-        rig.clock.advance(5_000)
+        rig.clock.advance(byMilliseconds: 5_000)
         rig.tick()
         rig.answer(.response(status: 200, body: #"{"online":true,"lastSeen":1}"#))
         #expect(rig.notes.last == "poll users/alice/presence: ok")
@@ -188,7 +189,7 @@ final class PollingRig {
         other.failThreeTimes()
         other.tick()
         other.answer(.response(status: 503, body: "busy"))
-        other.clock.advance(5_000)
+        other.clock.advance(byMilliseconds: 5_000)
         other.tick()
         other.answer(.failed("Connection refused"))
         #expect(other.fatal == nil && other.notes.count == 2 && other.notes[0].hasSuffix("HTTP 503: busy"))
@@ -199,9 +200,9 @@ final class PollingRig {
         rig.failThreeTimes()
         rig.tick()
         rig.poller.connected(now: rig.clock.now)
-        rig.clock.advance(29_999)
+        rig.clock.advance(byMilliseconds: 29_999)
         #expect(rig.poller.tick(now: rig.clock.now) == nil && rig.poller.isPolling)
-        rig.clock.advance(1)
+        rig.clock.advance(byMilliseconds: 1)
         #expect(rig.poller.tick(now: rig.clock.now) == .stopped)
         #expect(rig.poller.statusText(now: rig.clock.now) == nil && rig.poller.idle)
         rig.answer(.response(status: 200, body: #"{"online":true,"lastSeen":1}"#))  // the poll sent before

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 @testable import PresenceClient
+import PresenceTesting
+import Testing
 
 @Suite struct RefreshSchedulerTests {
     let minute: Int64 = 60_000
@@ -22,11 +23,11 @@ import Testing
         #expect(s.lastSuccess("online-users") == clock.now)
         #expect(!s.shouldRefresh("online-users", now: clock.now))
         #expect(s.nextRefresh("online-users", now: clock.now) == clock.now + 30 * minute)
-        clock.advance(30 * minute - 1)
+        clock.advance(byMilliseconds: 30 * minute - 1)
         #expect(!s.shouldRefresh("online-users", now: clock.now))
         #expect(s.takeDue(now: clock.now).isEmpty)
         #expect(s.age("online-users", now: clock.now) == 30 * minute - 1)
-        clock.advance(1)
+        clock.advance(byMilliseconds: 1)
         #expect(s.shouldRefresh("online-users", now: clock.now))
         #expect(s.takeDue(now: clock.now).count == 1)
     }
@@ -44,7 +45,7 @@ import Testing
         #expect(s.shouldRefresh("poll", now: clock.now + 10_000))
         #expect(s.takeDue(now: clock.now + 10_999).isEmpty)
         let t = s.takeDue(now: clock.now + 11_000)
-        clock.advance(11_000)
+        clock.advance(byMilliseconds: 11_000)
         s.complete(t[0], success: true, now: clock.now)  // draws 0.999999 → just under 2000
         #expect(s.nextRefresh("poll", now: clock.now) == clock.now + 11_999)
         s.recordSuccess("poll", now: clock.now)  // draws 0 → no extra
@@ -75,7 +76,7 @@ import Testing
         first.complete(t[0], success: true, now: clock.now)
         #expect(store.timestamps == ["online-users": clock.now])
 
-        clock.advance(10 * minute)
+        clock.advance(byMilliseconds: 10 * minute)
         var second = scheduler(store)
         second.register("online-users", RefreshPolicy(intervalMilliseconds: 30 * minute))
         #expect(second.lastSuccess("online-users") == clock.now - 10 * minute)
@@ -109,7 +110,7 @@ import Testing
         s.register("k", RefreshPolicy(intervalMilliseconds: 60_000, retryMilliseconds: 5000))
         s.recordSuccess("k", now: clock.now)
         let savedAt = clock.now
-        clock.advance(60_000)
+        clock.advance(byMilliseconds: 60_000)
         let t = s.takeDue(now: clock.now)
         #expect(t.count == 1)
         let outcome = s.complete(t[0], success: false, now: clock.now)
@@ -133,7 +134,7 @@ import Testing
             s.register(RefreshKind("poll/\(uid)"), RefreshPolicy(intervalMilliseconds: 10_000))
             s.recordSuccess(RefreshKind("poll/\(uid)"), now: clock.now - Int64(4 - i) * 1000)  // d is the newest
         }
-        clock.advance(10_000)
+        clock.advance(byMilliseconds: 10_000)
         let first = s.takeDue(now: clock.now)
         #expect(first.map(\.kind.name) == ["poll/a", "poll/b"])
         #expect(s.takeDue(now: clock.now).isEmpty)  // at the limit
@@ -154,10 +155,10 @@ import Testing
         for kind in ["x", "y", "z"] { s.register(RefreshKind(kind), RefreshPolicy(intervalMilliseconds: 1000, retryMilliseconds: 500)) }
         let tickets = s.takeDue(now: clock.now)
         #expect(tickets.count == 3)
-        clock.advance(100)
+        clock.advance(byMilliseconds: 100)
         let ox = s.complete(tickets[0], success: true, now: clock.now)
         let oy = s.complete(tickets[1], success: false, now: clock.now)
-        clock.advance(50)
+        clock.advance(byMilliseconds: 50)
         let oz = s.complete(tickets[2], success: true, now: clock.now)
         #expect(ox?.success == true && ox?.lastSuccess == clock.now - 50 && ox?.nextRefresh == clock.now + 950)
         #expect(oy?.success == false && oy?.lastSuccess == nil && oy?.nextRefresh == clock.now + 450)

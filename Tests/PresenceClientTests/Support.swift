@@ -1,12 +1,6 @@
 import PresenceClient
 import PresenceCore
-
-/// A clock moved by hand.
-final class ManualClock {
-    var now: Int64
-    init(_ now: Int64 = 1_700_000_000_000) { self.now = now }
-    func advance(_ ms: Int64) { now += ms }
-}
+import PresenceTesting
 
 /// A scripted random source: returns the given values in turn, then repeats the last one.
 final class ScriptedRandom {
@@ -26,11 +20,12 @@ final class Harness {
     var connection: ClientConnection
     var effects: [ClientEffect] = []
 
-    init(credential: String? = "owner", failFast: Bool = false, random: [Double] = [0.5]) {
+    init(credential: String? = "owner", failFast: Bool = false, random: [Double] = [0.5], maxMessageBytes: Int? = nil) {
         let rnd = ScriptedRandom(random)
         self.random = rnd
         var config = ClientConfiguration(server: WebSocketURL("ws://127.0.0.1:9000")!, namespace: "demo", credential: credential)
         config.failFast = failFast
+        if let maxMessageBytes { config.maxMessageBytes = maxMessageBytes }
         connection = ClientConnection(configuration: config, random: { rnd.next() })
     }
 
@@ -79,6 +74,11 @@ final class Harness {
 
     func receive(_ text: String) {
         step { c, now in c.received(text, now: now) }
+    }
+
+    /// One WebSocket frame of bytes, as the transport hands them over.
+    func receive(frame: [UInt8]) {
+        step { c, now in c.received(frame, now: now) }
     }
 
     func reply(_ r: Int, status: String = "ok", data: String = "\"\"") {

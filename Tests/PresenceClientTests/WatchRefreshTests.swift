@@ -1,20 +1,21 @@
-import PresenceCore
-import Testing
 @testable import PresenceClient
+import PresenceCore
+import PresenceTesting
+import Testing
 
 @Suite struct WatchRefreshTests {
     @Test func pollingAfterThreeFailedAttemptsUntilAStableConnection() {
         let clock = ManualClock()
         var h = ConnectionHealth()
         h.connected(now: clock.now)
-        clock.advance(60_000)
+        clock.advance(byMilliseconds: 60_000)
         h.disconnected(now: clock.now)  // a long connection ended: not a failed attempt
         #expect(h.failures == 0 && !h.polling)
         h.disconnected(now: clock.now)
         h.disconnected(now: clock.now)
         #expect(!h.polling)
         h.connected(now: clock.now)
-        clock.advance(5000)
+        clock.advance(byMilliseconds: 5000)
         h.disconnected(now: clock.now)  // up for 5 s only: counts as failed
         #expect(h.failures == 3 && h.polling)
         h.connected(now: clock.now)
@@ -59,7 +60,7 @@ import Testing
         #expect(s.takeDue(now: clock.now).map(\.kind.name) == ["poll/carol"])
         // 15 s plus half of the 3 s jitter span.
         #expect(s.nextRefresh(WatchRefresh.pollKind("alice"), now: clock.now) == clock.now + 16_500)
-        clock.advance(1000)
+        clock.advance(byMilliseconds: 1000)
         #expect(s.takeDue(now: clock.now).map(\.kind.name) == ["last-seen-wording"])
     }
 }

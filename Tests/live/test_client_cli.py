@@ -78,3 +78,18 @@ def test_help_has_examples_for_every_command():
     for command in ["simulate", "watch", "get", "set", "update", "push", "remove", "listen", "token"]:
         r = subprocess.run([CLIENT, command, "--help"], capture_output=True, text=True, timeout=10)
         assert r.returncode == 0 and "Examples:" in r.stdout, command
+
+
+def test_max_message_bytes_bounds_what_the_client_takes_and_sends(open_server):
+    big = "x" * 5000
+    assert run(open_server, "set", "big", json.dumps(big), auth=("--admin",)).returncode == 0
+    # A reply over the limit ends the command with a clear error (exit 2), not a silent drop.
+    g = run(open_server, "get", "big", "--max-message-bytes", "2048", auth=("--admin",))
+    assert g.returncode == 2 and "larger than this client's limit of 2048 bytes" in g.stderr, (g.returncode, g.stderr)
+    assert run(open_server, "get", "big", auth=("--admin",)).stdout.strip() == json.dumps(big)
+    # A write over the limit is refused before it is sent (exit 3): nothing reaches the server.
+    s = run(open_server, "set", "other", json.dumps(big), "--max-message-bytes", "2048", auth=("--admin",))
+    assert s.returncode == 3 and "limit of 2048 bytes" in s.stderr, (s.returncode, s.stderr)
+    assert run(open_server, "get", "other", auth=("--admin",)).stdout.strip() == "null"
+    bad = run(open_server, "get", "big", "--max-message-bytes", "10", auth=("--admin",))
+    assert bad.returncode == 64 and "--max-message-bytes" in bad.stderr

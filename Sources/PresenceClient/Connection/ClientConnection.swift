@@ -1,4 +1,5 @@
 import PresenceCore
+import PresenceWire
 
 /// The client's connection state machine: one connection carries every listener, write and
 /// onDisconnect registration of the process, and survives any loss by reconnecting with backoff.
@@ -11,6 +12,9 @@ import PresenceCore
 /// every onDisconnect registration still in force, every write not yet acknowledged (in the order
 /// issued, including those issued while offline), every pending read. Reconnects name the previous
 /// session with `ls=` so the server retires it at once.
+///
+/// The parts: this file (phases, lifecycle inputs, reconnecting), `+Requests` (what the app asks and
+/// how it goes on the wire), `+Incoming` (frames, replies and pushes from the server).
 public struct ClientConnection {
     public enum Phase: Equatable, Sendable {
         case idle
@@ -27,7 +31,7 @@ public struct ClientConnection {
     }
 
     public let configuration: ClientConfiguration
-    public private(set) var phase: Phase = .idle
+    public internal(set) var phase: Phase = .idle
     /// The `s` of the last hello (sent back as `ls=`).
     public private(set) var lastSession: String?
     /// `hello.ts - now` at the last hello.
@@ -37,55 +41,43 @@ public struct ClientConnection {
     public private(set) var networkDown = false
     public private(set) var attempts = 0
     public var credential: String?
+    /// The largest message taken in either direction (``ClientConfiguration/maxMessageBytes``,
+    /// capped so that every message it allows can be split into frames).
+    public let maxMessageBytes: Int
 
     private var random: () -> Double
-    private var effects: [ClientEffect] = []
-    private var nextRequest = 1
-    private var nextID = 1
-    private var outstanding: [Int: Outstanding] = [:]
+    var effects: [ClientEffect] = []
+    var nextRequest = 1
+    var nextID = 1
+    var outstanding: [Int: Outstanding] = [:]
+    /// Joins the server's count-prefixed messages; a fresh one per transport.
+    var assembler: FrameAssembler
     private var everConnected = false
     private var connectedAt: Int64?
-    private var lastActivity: Int64 = 0
-    private var probeDeadline: Int64?
+    var lastActivity: Int64 = 0
+    var probeDeadline: Int64?
     private var helloDeadline: Int64?
 
-    private enum Outstanding {
+    enum Outstanding {
         case auth, listen(Path), unlisten, write(WriteID), onDisconnect(OnDisconnectID), get(GetID)
     }
 
-    private struct View {
+    struct View {
         var listeners: [ListenerID]
         var value: JSON = .null
         var hasValue = false
         var complete = false
     }
-    private var views: [Path: View] = [:]
-    private var viewOrder: [Path] = []
-    private var listenerPaths: [ListenerID: Path] = [:]
+    var views: [Path: View] = [:]
+    var viewOrder: [Path] = []
+    var listenerPaths: [ListenerID: Path] = [:]
 
-    /// A write kept until acknowledged.
-    public struct PendingWrite: Equatable, Sendable {
-        public enum Action: String, Sendable { case set = "p", update = "m" }
-        public var id: WriteID
-        public var action: Action
-        public var path: Path
-        public var data: JSON
-        /// The request number on the current connection, nil when not sent on it yet.
-        public var request: Int?
-    }
-    public private(set) var pendingWrites: [PendingWrite] = []
-
-    /// An onDisconnect registration kept for re-registration after a reconnect.
-    public struct OnDisconnectOp: Equatable, Sendable {
-        public enum Action: String, Sendable { case set = "o", update = "om", cancel = "oc" }
-        public var id: OnDisconnectID
-        public var action: Action
-        public var path: Path
-        public var data: JSON
-    }
-    public private(set) var onDisconnectOps: [OnDisconnectOp] = []
-
-    private var pendingGets: [(id: GetID, path: Path, request: Int?)] = []
+    public internal(set) var pendingWrites: [PendingWrite] = []
+    public internal(set) var onDisconnectRegistrations: [OnDisconnectRegistration] = []
+    var pendingGets: [(id: GetID, path: Path, request: Int?)] = []
+    /// Requests refused on this side, reported on the next ``timerFired(now:)`` as a server's
+    /// refusal would be: never before the call that made them has returned its id.
+    var localRefusals: [ClientEvent] = []
 
     /// - Parameter random: a uniform source in [0, 1) for the backoff jitter.
     public init(configuration: ClientConfiguration, random: @escaping () -> Double = { Double.random(in: 0..<1) }) {
@@ -93,7 +85,10 @@ public struct ClientConnection {
         self.credential = configuration.credential
         self.random = random
         self.backoff = Backoff(policy: configuration.backoff)
+        self.maxMessageBytes = min(max(configuration.maxMessageBytes, 1), ClientConfiguration.largestMessageBytes)
+        self.assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
     }
+
 
     /// Takes the effects accumulated since the last call.
     public mutating func drainEffects() -> [ClientEffect] {
@@ -113,6 +108,7 @@ public struct ClientConnection {
 
     /// The earliest time ``timerFired(now:)`` has something to do.
     public var nextDeadline: Int64? {
+        if !localRefusals.isEmpty { return 0 }  // due at once
         var deadlines: [Int64] = []
         if case .waitingToReconnect(let at) = phase { deadlines.append(at) }
         if phase == .handshaking, let h = helloDeadline { deadlines.append(h) }
@@ -122,6 +118,7 @@ public struct ClientConnection {
         }
         return deadlines.min()
     }
+
 
     // MARK: lifecycle inputs
 
@@ -140,6 +137,7 @@ public struct ClientConnection {
     public mutating func transportOpened(now: Int64) {
         guard phase == .connecting else { return }
         phase = .handshaking
+        assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
         helloDeadline = now + configuration.helloTimeoutMilliseconds
         lastActivity = now
     }
@@ -176,40 +174,11 @@ public struct ClientConnection {
         }
     }
 
-    /// One whole text message from the transport (frame counts already joined by the shell).
-    public mutating func received(_ text: String, now: Int64) {
-        guard phase == .handshaking || phase == .connected || phase == .stopping else { return }
-        lastActivity = now
-        probeDeadline = nil
-        guard let message = ClientCodec.decode(text) else {
-            deliver(.serverMessage("undecodable message from the server: \(text.prefix(200))"))
-            return
-        }
-        switch message {
-        case .hello(let ts, _, _, let session):
-            guard phase == .handshaking else { return }
-            hello(session: session, serverTime: ts, now: now)
-        case .pong:
-            break
-        case .shutdown(let reason):
-            giveUp("the server shut this client down: \(reason)")
-        case .reset:
-            // Only one host here: treat as a loss and reconnect through the backoff.
-            if phase == .connected || phase == .handshaking {
-                effects.append(.abort)
-                lost(reason: "server asked to reconnect", now: now)
-            }
-        case .error(let text):
-            deliver(.serverMessage("server error: \(text)"))
-        case .reply(let request, let status, let data):
-            reply(request, status: status, data: data, now: now)
-        case .push(let action, let body):
-            push(action, body: body, now: now)
-        }
-    }
 
     /// Call at ``nextDeadline`` (calling early or often is harmless).
     public mutating func timerFired(now: Int64) {
+        for refusal in localRefusals { deliver(refusal) }
+        localRefusals.removeAll()
         switch phase {
         case .waitingToReconnect(let at) where now >= at:
             connect(now: now)
@@ -292,102 +261,15 @@ public struct ClientConnection {
         }
     }
 
-    // MARK: app requests
 
-    /// Starts listening at `path`. Listeners on the same path share one server listen; the first
-    /// value is delivered as soon as known. Works offline (sent after the next hello).
-    public mutating func listen(_ path: Path, now: Int64) -> ListenerID {
-        let id = takeID()
-        listenerPaths[id] = path
-        if var view = views[path] {
-            view.listeners.append(id)
-            views[path] = view
-            if view.hasValue { deliver(.value(listener: id, path: path, value: view.value)) }
-        } else {
-            views[path] = View(listeners: [id])
-            viewOrder.append(path)
-            if phase == .connected { sendListen(path) }
-        }
-        return id
-    }
+    // MARK: reconnecting
 
-    /// Stops a listener; the server listen ends with the last listener of its path.
-    public mutating func unlisten(_ id: ListenerID, now: Int64) {
-        guard let path = listenerPaths.removeValue(forKey: id), var view = views[path] else { return }
-        view.listeners.removeAll { $0 == id }
-        if view.listeners.isEmpty {
-            views[path] = nil
-            viewOrder.removeAll { $0 == path }
-            if phase == .connected { send(action: "n", body: .object([("p", .string(path.description))]), outstanding: .unlisten) }
-        } else {
-            views[path] = view
-        }
-    }
-
-    /// `set`: overwrites the value at `path` (`null` deletes). Server values such as
-    /// `{".sv":"timestamp"}` may appear anywhere in `value`.
-    public mutating func set(_ path: Path, _ value: JSON, now: Int64) -> WriteID {
-        write(.set, path, value)
-    }
-
-    /// `update`: each key (a relative path) replaces the value below `path`.
-    public mutating func update(_ path: Path, _ children: [(String, JSON)], now: Int64) -> WriteID {
-        write(.update, path, .object(children))
-    }
-
-    /// `remove`: deletes the value at `path`.
-    public mutating func remove(_ path: Path, now: Int64) -> WriteID {
-        write(.set, path, .null)
-    }
-
-    /// `onDisconnect().set(value)` at `path`; kept and re-registered after every reconnect.
-    public mutating func onDisconnectSet(_ path: Path, _ value: JSON, now: Int64) -> OnDisconnectID {
-        onDisconnectOps.removeAll { path.contains($0.path) }
-        return registerOnDisconnect(.set, path, value)
-    }
-
-    /// `onDisconnect().update(children)` at `path`.
-    public mutating func onDisconnectUpdate(_ path: Path, _ children: [(String, JSON)], now: Int64) -> OnDisconnectID {
-        registerOnDisconnect(.update, path, .object(children))
-    }
-
-    /// `onDisconnect().cancel()` at `path`: forgets the registrations at and below it.
-    public mutating func onDisconnectCancel(_ path: Path, now: Int64) -> OnDisconnectID {
-        onDisconnectOps.removeAll { path.contains($0.path) }
-        // Only a registration above `path` still has a part to cancel on a new session.
-        let keep = onDisconnectOps.contains { $0.path.contains(path) }
-        let id = takeID()
-        let op = OnDisconnectOp(id: id, action: .cancel, path: path, data: .null)
-        if keep { onDisconnectOps.append(op) }
-        if phase == .connected { sendOnDisconnect(op) }
-        return id
-    }
-
-    /// A one-shot read of `path`.
-    public mutating func get(_ path: Path, now: Int64) -> GetID {
-        let id = takeID()
-        pendingGets.append((id, path, nil))
-        if phase == .connected { sendGet(index: pendingGets.count - 1) }
-        return id
-    }
-
-    // MARK: internals
-
-    private mutating func takeID() -> Int {
+    mutating func takeID() -> Int {
         defer { nextID += 1 }
         return nextID
     }
 
-    private mutating func deliver(_ event: ClientEvent) { effects.append(.deliver(event)) }
-
-    @discardableResult
-    private mutating func send(action: String, body: JSON, outstanding kind: Outstanding) -> Int {
-        let r = nextRequest
-        nextRequest += 1
-        outstanding[r] = kind
-        effects.append(.send(ClientCodec.request(r, action: action, body: body)))
-        return r
-    }
+    mutating func deliver(_ event: ClientEvent) { effects.append(.deliver(event)) }
 
     private mutating func connect(now: Int64) {
         attempts += 1
@@ -398,7 +280,7 @@ public struct ClientConnection {
         effects.append(.open(configuration.url(lastSession: lastSession)))
     }
 
-    private mutating func hello(session: String, serverTime: Int64, now: Int64) {
+    mutating func hello(session: String, serverTime: Int64, now: Int64) {
         phase = .connected
         helloDeadline = nil
         lastSession = session
@@ -411,7 +293,7 @@ public struct ClientConnection {
             send(action: action, body: .object([("cred", .string(cred))]), outstanding: .auth)
         }
         for path in viewOrder { sendListen(path) }
-        for op in onDisconnectOps { sendOnDisconnect(op) }
+        for registration in onDisconnectRegistrations { sendOnDisconnect(registration) }
         for index in pendingWrites.indices { sendWrite(index: index) }
         for index in pendingGets.indices { sendGet(index: index) }
         deliver(.status(.connected(session: session)))
@@ -422,46 +304,7 @@ public struct ClientConnection {
         token.split(separator: ".", omittingEmptySubsequences: false).count == 3
     }
 
-    private mutating func sendListen(_ path: Path) {
-        send(action: "q", body: .object([("p", .string(path.description)), ("h", "")]), outstanding: .listen(path))
-    }
-
-    private mutating func sendOnDisconnect(_ op: OnDisconnectOp) {
-        send(action: op.action.rawValue, body: .object([("p", .string(op.path.description)), ("d", op.data)]),
-             outstanding: .onDisconnect(op.id))
-    }
-
-    private mutating func sendWrite(index: Int) {
-        let w = pendingWrites[index]
-        let r = send(action: w.action.rawValue, body: .object([("p", .string(w.path.description)), ("d", w.data)]),
-                     outstanding: .write(w.id))
-        pendingWrites[index].request = r
-        deliver(.writeSent(w.id, request: r))
-    }
-
-    private mutating func sendGet(index: Int) {
-        let g = pendingGets[index]
-        let r = send(action: "g", body: .object([("p", .string(g.path.description)), ("q", .object([]))]),
-                     outstanding: .get(g.id))
-        pendingGets[index].request = r
-    }
-
-    private mutating func write(_ action: PendingWrite.Action, _ path: Path, _ data: JSON) -> WriteID {
-        let id = takeID()
-        pendingWrites.append(PendingWrite(id: id, action: action, path: path, data: data, request: nil))
-        if phase == .connected { sendWrite(index: pendingWrites.count - 1) }
-        return id
-    }
-
-    private mutating func registerOnDisconnect(_ action: OnDisconnectOp.Action, _ path: Path, _ data: JSON) -> OnDisconnectID {
-        let id = takeID()
-        let op = OnDisconnectOp(id: id, action: action, path: path, data: data)
-        onDisconnectOps.append(op)
-        if phase == .connected { sendOnDisconnect(op) }
-        return id
-    }
-
-    private mutating func lost(reason: String, now: Int64) {
+    mutating func lost(reason: String, now: Int64) {
         outstanding.removeAll()
         probeDeadline = nil
         helloDeadline = nil
@@ -483,7 +326,7 @@ public struct ClientConnection {
         }
     }
 
-    private mutating func giveUp(_ message: String) {
+    mutating func giveUp(_ message: String) {
         switch phase {
         case .connecting, .handshaking, .connected, .stopping: effects.append(.abort)
         default: break
@@ -498,114 +341,4 @@ public struct ClientConnection {
         deliver(.status(.stopped))
     }
 
-    private mutating func reply(_ request: Int, status: String, data: JSON, now: Int64) {
-        guard let kind = outstanding.removeValue(forKey: request) else { return }
-        let failure: RequestFailure? = status == "ok" ? nil : RequestFailure(status: status, message: data.stringValue ?? JSONWriter.string(data))
-        switch kind {
-        case .auth:
-            if let failure {
-                deliver(.authFailed(failure))
-                if configuration.stopOnAuthFailure {
-                    deliver(.fatal("the server refused the credential: \(failure)"))
-                    outstanding.removeAll()  // what follows was processed without the credential
-                    phase = .stopping
-                    effects.append(.close)
-                }
-            } else {
-                deliver(.authenticated(data))
-            }
-        case .listen(let path):
-            guard var view = views[path] else { return }
-            if let failure {
-                views[path] = nil
-                viewOrder.removeAll { $0 == path }
-                for id in view.listeners {
-                    listenerPaths[id] = nil
-                    deliver(.listenFailed(listener: id, path: path, failure))
-                }
-            } else {
-                view.complete = true
-                let first = !view.hasValue
-                view.hasValue = true
-                views[path] = view
-                if first { for id in view.listeners { deliver(.value(listener: id, path: path, value: view.value)) } }
-            }
-        case .unlisten:
-            break
-        case .write(let id):
-            pendingWrites.removeAll { $0.id == id }
-            deliver(.writeCompleted(id, failure))
-        case .onDisconnect(let id):
-            if failure != nil { onDisconnectOps.removeAll { $0.id == id } }
-            deliver(.onDisconnectCompleted(id, failure))
-        case .get(let id):
-            pendingGets.removeAll { $0.id == id }
-            deliver(.getCompleted(id, failure == nil ? data : nil, failure))
-        }
-    }
-
-    private mutating func push(_ action: String, body: JSON, now: Int64) {
-        switch action {
-        case "d", "m":
-            guard body["t"] == nil || body["t"] == .null else { return }  // tagged queries: not used here
-            let at = JSONTree.pathSegments(body["p"]?.stringValue ?? "")
-            let data = body["d"] ?? .null
-            var pieces: [([String], JSON)] = []
-            if action == "d" {
-                pieces = [(at, data)]
-            } else {
-                for (key, value) in data.objectMembers ?? [] { pieces.append((at + JSONTree.segments(key), value)) }
-            }
-            apply(pieces)
-        case "c":
-            let path = Path(validated: JSONTree.pathSegments(body["p"]?.stringValue ?? ""))
-            guard let view = views.removeValue(forKey: path) else { return }
-            viewOrder.removeAll { $0 == path }
-            let failure = RequestFailure(status: "permission_denied", message: "listen revoked by the server")
-            for id in view.listeners {
-                listenerPaths[id] = nil
-                deliver(.listenFailed(listener: id, path: path, failure))
-            }
-        case "ac":
-            let failure = RequestFailure(status: body["s"]?.stringValue ?? "revoked", message: body["d"]?.stringValue ?? "")
-            deliver(.authRevoked(failure))
-            if configuration.stopOnAuthFailure {
-                deliver(.fatal("the server revoked the credential: \(failure)"))
-                phase = .stopping
-                effects.append(.close)
-            } else {
-                effects.append(.abort)
-                lost(reason: "credential revoked", now: now)
-            }
-        case "sd":
-            deliver(.serverMessage("FIREBASE: " + (body["msg"]?.stringValue ?? "")))
-        default:
-            break
-        }
-    }
-
-    /// Applies overwrites (absolute segments, value) to every view they touch; one event per changed view.
-    private mutating func apply(_ pieces: [([String], JSON)]) {
-        for path in viewOrder {
-            guard var view = views[path] else { continue }
-            let listen = path.segments
-            var value = view.value
-            var touched = false
-            for (at, data) in pieces {
-                if at.count >= listen.count, Array(at.prefix(listen.count)) == listen {
-                    value = JSONTree.setting(data, at: at[listen.count...], in: value)
-                    touched = true
-                } else if at.count < listen.count, Array(listen.prefix(at.count)) == at {
-                    value = JSONTree.normalized(JSONTree.value(at: listen[at.count...], in: data))
-                    touched = true
-                }
-            }
-            guard touched else { continue }
-            let changed = !view.hasValue || value != view.value
-            view.value = value
-            view.hasValue = true
-            views[path] = view
-            if changed { for id in view.listeners { deliver(.value(listener: id, path: path, value: value)) } }
-        }
-    }
 }

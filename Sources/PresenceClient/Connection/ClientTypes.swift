@@ -1,4 +1,10 @@
 import PresenceCore
+import PresenceWire
+
+/// This client's version, sent in its `User-Agent` (`presence-client/<version>`).
+public enum PresenceClientVersion {
+    public static let current = "0.1.0"
+}
 
 /// Identifies a listener registered with ``ClientConnection/listen(_:now:)``.
 public typealias ListenerID = Int
@@ -33,6 +39,17 @@ public struct ClientConfiguration: Sendable {
     /// TLS (`wss://`): trust this PEM CA file (nil: the system's), or skip verification entirely.
     public var caFile: String?
     public var insecureSkipVerify = false
+    /// The largest message taken from the server or sent to it, in bytes: a larger incoming message
+    /// ends the connection with ``ClientEvent/fatal(_:)``, a larger request is refused before it is
+    /// sent. Capped at ``largestMessageBytes``.
+    public var maxMessageBytes = ClientConfiguration.defaultMaxMessageBytes
+    public static let defaultMaxMessageBytes = 16 << 20
+    /// The `User-Agent` of the WebSocket handshake (operators see it beside each connection).
+    public var userAgent: String? = "presence-client/\(PresenceClientVersion.current)"
+
+    /// The largest message `FrameSplitter` can always send: at most `maxPieces` frames, each at least
+    /// `maxFrameBytes - 3` bytes (a cut backs up over at most three UTF-8 continuation bytes).
+    public static let largestMessageBytes = (FrameSplitter.maxFrameBytes - 3) * FrameSplitter.maxPieces
 
     public init(server: WebSocketURL, namespace: String? = nil, credential: String? = nil) {
         self.server = server
@@ -105,7 +122,8 @@ public enum ClientEvent: Equatable, Sendable {
 public enum ClientEffect: Equatable, Sendable {
     /// Open a new transport to this URL (any previous one is gone).
     case open(WebSocketURL)
-    /// Send one text message on the current transport (split by the shell via ``ClientCodec/frames(for:maxCharacters:)``).
+    /// Send one text message on the current transport (split into frames by the shell with
+    /// `PresenceWire`'s `FrameSplitter`; it always fits, see ``ClientConfiguration/largestMessageBytes``).
     case send(String)
     /// Close the current transport cleanly (close frame).
     case close

@@ -18,11 +18,9 @@ public enum ServerMessage: Equatable, Sendable {
     case push(action: String, body: JSON)
 }
 
-/// Encodes client requests and decodes server messages. Pure.
+/// Encodes client requests and decodes server messages. Pure. Framing (count-prefixed pieces, both
+/// ways) is `PresenceWire`'s `FrameSplitter` and `FrameAssembler`, the server's own.
 public enum ClientCodec {
-    /// Frames longer than this many characters are split (count first), as the SDKs do (§2.2).
-    public static let maxFrameCharacters = 16384
-
     /// `{"t":"d","d":{"r":N,"a":action,"b":body}}`.
     public static func request(_ number: Int, action: String, body: JSON) -> String {
         var out = "{\"t\":\"d\",\"d\":{\"r\":\(number),\"a\":"
@@ -38,23 +36,6 @@ public enum ClientCodec {
 
     /// The bare keepalive frame (§2.5).
     public static let keepalive = "0"
-
-    /// Splits a message into the frames to send: the message itself when it fits, otherwise the count
-    /// and then pieces of at most `maxFrameCharacters` characters (never cutting a character).
-    public static func frames(for message: String, maxCharacters: Int = maxFrameCharacters) -> [String] {
-        let scalars = Array(message.unicodeScalars)
-        guard scalars.count > maxCharacters else { return [message] }
-        var pieces: [String] = []
-        var start = 0
-        while start < scalars.count {
-            let end = min(start + maxCharacters, scalars.count)
-            var piece = String.UnicodeScalarView()
-            piece.append(contentsOf: scalars[start..<end])
-            pieces.append(String(piece))
-            start = end
-        }
-        return [String(pieces.count)] + pieces
-    }
 
     /// A request path on the wire: `/a/b`, the root is `/`.
     public static func wirePath(_ path: Path) -> String { path.description }
@@ -87,38 +68,5 @@ public enum ClientCodec {
         default:
             return nil
         }
-    }
-}
-
-/// Joins count-prefixed multi-frame messages from the server (§2.2).
-public struct ClientFrameAssembler: Sendable {
-    private var expected = 0
-    private var parts: [String] = []
-
-    public init() {}
-
-    /// Feeds one WebSocket message; returns a whole message when one is complete.
-    public mutating func feed(_ frame: String) -> String? {
-        if expected > 0 {
-            parts.append(frame)
-            if parts.count == expected {
-                let whole = parts.joined()
-                parts = []
-                expected = 0
-                return whole
-            }
-            return nil
-        }
-        if frame.utf8.count <= 6, !frame.isEmpty, frame.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(frame), n > 0 {
-            expected = n
-            parts = []
-            return nil
-        }
-        return frame
-    }
-
-    public mutating func reset() {
-        expected = 0
-        parts = []
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import PresenceCore
+import PresenceWire
 
 /// The thin shell around ``ClientConnection``: one ``WebSocketClient`` (one service thread), a
 /// periodic tick for timers, and the effects performed in order.
@@ -18,7 +19,6 @@ public final class ClientRuntime: @unchecked Sendable {
     /// Service thread only.
     public private(set) var connection: ClientConnection
     private var currentID: WebSocketConnectionID?
-    private var assembler = ClientFrameAssembler()
     private var eventHandler: EventHandler = { _, _ in }
     private var tickHandler: TickHandler = { _, _ in }
     private var signalHandler: (@Sendable (Int32) -> Void)?
@@ -41,6 +41,9 @@ public final class ClientRuntime: @unchecked Sendable {
         cfg.signalHandler = signalHandler
         cfg.caFile = configuration.caFile
         cfg.insecureSkipVerify = configuration.insecureSkipVerify
+        cfg.userAgent = configuration.userAgent
+        // Fragments are joined up to the same limit as count-prefixed pieces (ClientConnection).
+        cfg.maxMessageBytes = connection.maxMessageBytes
         transport = WebSocketClient(configuration: cfg) { [weak self] _, event in
             self?.handle(event)
         }
@@ -99,11 +102,11 @@ public final class ClientRuntime: @unchecked Sendable {
         switch effect {
         case .open(let url):
             if let id = currentID { transport.abort(id) }
-            assembler.reset()
             currentID = transport.connect(to: url)
         case .send(let text):
-            guard let id = currentID else { return }
-            for frame in ClientCodec.frames(for: text) { transport.send(id, text: frame) }
+            // Requests are never larger than ClientConfiguration.largestMessageBytes, so they split.
+            guard let id = currentID, let frames = FrameSplitter.frames(for: text) else { return }
+            for frame in frames { transport.send(id, bytes: frame) }
         case .close:
             if let id = currentID { transport.close(id) }
         case .abort:
@@ -129,12 +132,15 @@ public final class ClientRuntime: @unchecked Sendable {
             withConnection { c, now in c.transportFailed(reason: reason, now: now) }
         case .message(let id, let message):
             guard id == currentID, !message.isBinary else { return }
-            guard let whole = assembler.feed(message.text) else { return }
-            withConnection { c, now in c.received(whole, now: now) }
+            withConnection { c, now in c.received(message.copyBytes(), now: now) }
         case .closed(let id, let info):
             guard id == currentID else { return }
             currentID = nil
-            withConnection { c, now in c.transportClosed(reason: Self.describe(info), now: now) }
+            if info.messageTooLarge {
+                withConnection { c, now in c.messageTooLarge(now: now) }
+            } else {
+                withConnection { c, now in c.transportClosed(reason: Self.describe(info), now: now) }
+            }
         case .tick:
             let now = clock()
             if let deadline = connection.nextDeadline, now >= deadline {

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Identifies one connection of a ``WebSocketClient``. Never 0, never reused within one client.
 public typealias WebSocketConnectionID = UInt64
@@ -6,7 +7,7 @@ public typealias WebSocketConnectionID = UInt64
 /// Settings fixed when a ``WebSocketClient`` is created.
 public struct WebSocketClientConfiguration: Sendable {
     /// The lws event backend of the service thread.
-    public enum EventLoop: Sendable { case libuv, poll }
+    public typealias EventLoop = LoopRuntime.EventLoop
 
     /// `.libuv` (default) scales to tens of thousands of sockets; `.poll` is O(#fds) per wake-up.
     public var eventLoop: EventLoop = .libuv
@@ -22,8 +23,11 @@ public struct WebSocketClientConfiguration: Sendable {
     public var hangupSeconds: UInt16 = 0
     /// If > 0, the handler receives ``WebSocketClientEvent/tick(nowMicros:)`` at this period.
     public var tickIntervalMicroseconds: UInt64 = 0
-    /// Messages larger than this close the connection (protection against a runaway peer).
+    /// A message larger than this is not buffered: the rest of it is dropped and the connection
+    /// closed with 1009 (``WebSocketCloseInfo/messageTooLarge``).
     public var maxMessageBytes: Int = 64 << 20
+    /// Value of the `User-Agent` header, if any (operators see it beside each connection).
+    public var userAgent: String? = nil
     /// Value of the `Origin` header, if any.
     public var origin: String? = nil
     /// lws log mask (`LLL_ERR | LLL_WARN` = 3 by default).
@@ -66,6 +70,9 @@ public struct WebSocketCloseInfo: Sendable, Equatable {
     public var peerCloseCode: UInt16?
     /// True when the client was shutting down and lws destroyed the connection.
     public var byShutdown: Bool
+    /// The peer sent a message larger than ``WebSocketClientConfiguration/maxMessageBytes``: we
+    /// closed with 1009.
+    public var messageTooLarge = false
 }
 
 /// How ``WebSocketClient/abort(_:mode:)`` drops the TCP connection. Neither sends a close frame.
@@ -122,6 +129,31 @@ public struct WebSocketClientStatistics: Sendable {
     public var bytesReceived = 0
     /// Established and not yet closed.
     public var open: Int { connected - closed }
+}
+
+/// The live counters behind ``WebSocketClientStatistics`` (bumped on the service thread).
+final class WebSocketClientCounters: Sendable {
+    let connectsRequested = Atomic<Int>(0)
+    let connected = Atomic<Int>(0)
+    let connectFailures = Atomic<Int>(0)
+    let closed = Atomic<Int>(0)
+    let messagesSent = Atomic<Int>(0)
+    let messagesReceived = Atomic<Int>(0)
+    let bytesSent = Atomic<Int>(0)
+    let bytesReceived = Atomic<Int>(0)
+
+    var snapshot: WebSocketClientStatistics {
+        var s = WebSocketClientStatistics()
+        s.connectsRequested = connectsRequested.load(ordering: .relaxed)
+        s.connected = connected.load(ordering: .relaxed)
+        s.connectFailures = connectFailures.load(ordering: .relaxed)
+        s.closed = closed.load(ordering: .relaxed)
+        s.messagesSent = messagesSent.load(ordering: .relaxed)
+        s.messagesReceived = messagesReceived.load(ordering: .relaxed)
+        s.bytesSent = bytesSent.load(ordering: .relaxed)
+        s.bytesReceived = bytesReceived.load(ordering: .relaxed)
+        return s
+    }
 }
 
 /// Monotonic clock in microseconds (`CLOCK_MONOTONIC`), shared by the transport and benchmarks.
