@@ -113,6 +113,17 @@ import Testing
         #expect(stored.leafValue == .number(try #require(Double(number))))
     }
 
+    /// Emulator tokens carry any claims: numbers of any size are passed to the rules as they
+    /// are and never converted to a time that could trap.
+    @Test(arguments: ["1e300", "-1e300", "9.3e18", "1.5"])
+    func emulatorTokenClaimsOfAnySizeAreAccepted(number: String) throws {
+        let claims = try JSONParser.parse(#"{"exp":\#(number),"iat":\#(number),"auth_time":\#(number),"created_at":\#(number)}"#)
+        let token = EngineHarness.unsignedToken("alice", claims: claims.objectMembers ?? [])
+        let replies = exchange(#"{"t":"d","d":{"r":9,"a":"auth","b":{"cred":"\#(token)"}}}"#)
+        #expect(replies.count == 1)
+        #expect(replies.first?.hasPrefix(#"{"t":"d","d":{"r":9,"b":{"s":"ok","d":{"auth":{"uid":"alice""#) == true)
+    }
+
     // MARK: REST
 
     func restGet(_ query: [String: String]) -> HTTPResponse {
