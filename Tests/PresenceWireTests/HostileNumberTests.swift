@@ -158,3 +158,22 @@ import Testing
         #expect(restGet(["timeout": value]) == .json(200, "null"))
     }
 }
+
+/// Found by fuzzing the token target: a legacy token (`d` claim, no `sub`) whose `d` has no uid
+/// was accepted as a signed-in user with no uid, which passes `auth != null`.
+@Suite struct LegacyTokenTests {
+    @Test(arguments: [#"{"uOd":"legacy"}"#, #"{"uid":""}"#, #"{"uid":5}"#, "{}"])
+    func legacyTokenWithoutAUidIsRefused(d: String) throws {
+        let claims = try JSONParser.parse(#"{"d":\#(d)}"#)
+        let header = Base64URL.encode(Array(#"{"alg":"none"}"#.utf8))
+        let credential = header + "." + Base64URL.encode(Array(JSONWriter.string(claims).utf8)) + "."
+        #expect(EmulatorTokenVerifier().verify(credential, now: 0) == .failure(.invalidToken("Could not parse auth token: the d claim has no uid")))
+    }
+
+    @Test func legacyTokenWithAUidIsAccepted() throws {
+        let header = Base64URL.encode(Array(#"{"alg":"none"}"#.utf8))
+        let credential = header + "." + Base64URL.encode(Array(#"{"d":{"uid":"legacy","admin":true}}"#.utf8)) + "."
+        let credentials = try EmulatorTokenVerifier().verify(credential, now: 0).get()
+        #expect(credentials.uid == "legacy")
+    }
+}

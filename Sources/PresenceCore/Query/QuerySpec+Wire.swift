@@ -48,6 +48,10 @@ extension QuerySpec {
             let invalid = QueryError.invalidParameter(
                 name: parameter, reason: "must name an index: \(ClientInput.quoted(name)) is not a valid child path")
             guard let path = try? Path(name), !path.isRoot else { throw invalid }
+            // `/.priority` or `.priority/` is the priority index, which is what its wire name
+            // (".priority") says; as a child index it changed meaning on the way back (found by
+            // fuzzing: the listen and its unlisten named different queries).
+            if path.segments == [".priority"] { return .priority }
             return .child(path)
         }
     }

@@ -19,6 +19,13 @@ import Testing
         #expect(!spec.isFiltered)
         #expect(spec.identity == #"{"i":"height"}"#)
         #expect(try F.wire(#"{"i":".key"}"#).index == .key)
+        // Found by fuzzing: a path naming only .priority is the priority index, whose wire name
+        // it then keeps (as a child index it came back as another query).
+        for name in ["/.priority", ".priority/", "//.priority//"] {
+            let spec = try F.wire(#"{"i":"\#(name)","l":2}"#)
+            #expect(spec.index == .priority)
+            #expect(try QuerySpec(wire: spec.wireObject) == spec)
+        }
         #expect(try F.wire(#"{"i":".value"}"#).index == .value)
         #expect(try F.wire(#"{"i":"ratings/pos"}"#).index == F.child("ratings/pos"))
         #expect(try F.wire(#"{"i":"/ratings/pos/"}"#).identity == #"{"i":"ratings/pos"}"#)
