@@ -34,6 +34,12 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibUV",
+            path: "Sources/CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
         // hiredis 0.14.1 and libuv, with our own hiredis-on-libuv adapter (shim.h says why). No
         // pkgConfig: hiredis.pc only adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with a warning.
         .systemLibrary(
@@ -41,6 +47,9 @@ let package = Package(
             path: "Sources/CHiredis",
             providers: [.apt(["libhiredis-dev", "libuv1-dev"])]
         ),
+        // sys/epoll.h and sys/eventfd.h, which Swift's Glibc module does not export: presence-bench's
+        // epoll WebSocket client (a load generator lean enough for 200k messages/s on one core).
+        .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
         // The pure engine: data tree, paths, server values, rules, listeners, onDisconnect.
         // No sockets, threads, clock reads or lws.
         .target(name: "PresenceCore", swiftSettings: strict),
@@ -75,11 +84,24 @@ let package = Package(
         ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
         .target(name: "PresenceWire", dependencies: ["PresenceCore"], swiftSettings: strict),
+        // A tap on what lws reads, for the one thing lws 4.1.6 does not expose: whether a client's
+        // frame was masked (RFC 6455 §5.1). It defines recv and SSL_read for the process.
+        .target(
+            name: "CPresenceTap", path: "Sources/CPresenceTap",
+            linkerSettings: [
+                .linkedLibrary("dl"),
+                // lws references them from its shared library: export them from the executable.
+                .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv", "-Xlinker", "--export-dynamic-symbol=SSL_read"]),
+            ]
+        ),
+        // One event loop: a libuv loop the process owns, lws on it, timers, a cross-thread inbox,
+        // shutdown. Shared by the server and any other event source on its thread.
+        .target(name: "PresenceLoop", dependencies: ["CLibWebSockets", "CLibUV"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.
         .target(
             name: "PresenceServer",
             dependencies: [
-                "PresenceCore", "PresenceWire", "CLibWebSockets",
+                "PresenceCore", "PresenceWire", "PresenceLoop", "CLibWebSockets", "CPresenceTap",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -132,8 +154,9 @@ let package = Package(
         .executableTarget(
             name: "presence-bench",
             dependencies: [
-                "PresenceClient", "PresenceCore", "PresenceStorage", "CLibWebSockets",
+                "PresenceClient", "PresenceCore", "PresenceStorage", "CLibWebSockets", "CEpoll",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -160,9 +183,14 @@ let package = Package(
         ),
         .testTarget(name: "PresenceClientTests", dependencies: ["PresenceClient", "PresenceCore", "PresenceWire", "PresenceTesting"],
                     swiftSettings: strict),
-        .testTarget(name: "PresenceStorageTests", dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting"],
+        .testTarget(name: "PresenceStorageTests",
+                    dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting",
+                                   .product(name: "GRDBSQLite", package: "GRDB.swift")],
                     swiftSettings: strict),
         .testTarget(name: "PresenceFuzzingTests", dependencies: ["PresenceFuzzing"], swiftSettings: strict),
+        .testTarget(name: "PresenceServerTests", dependencies: ["PresenceServer", "PresenceCore", "PresenceWire", "PresenceTesting", "CPresenceTap"],
+                    swiftSettings: strict),
+        .testTarget(name: "PresenceLoopTests", dependencies: ["PresenceLoop", "CLibWebSockets", "CLibUV", "CHiredis"], swiftSettings: strict),
         // Starts its own redis-server on free ports (docs/scaling.md, "Tests").
         .testTarget(name: "PresenceRedisTests", dependencies: ["PresenceRedis", "CHiredis"], swiftSettings: strict),
         .testTarget(name: "PresenceWireTests", dependencies: ["PresenceWire", "PresenceCore", "PresenceTesting"],

@@ -25,11 +25,15 @@ start_server() {
     # From the repo root so the default rules path (rules/presence.rules.json) resolves.
     # A fresh data directory per run (the default ./data would be shared, and locked, by concurrent runs).
     DATA_DIR="${DATA_DIR:-$(mktemp -d -t presence-bench-data.XXXXXX)}"
-    (cd "$ROOT" && exec "$BIN/presence-server" --port "$PORT" --data-dir "$DATA_DIR" ${SERVER_ARGS:-}) \
+    # With SERVER_CPU set (e.g. 0), the server and all its threads run pinned to that CPU.
+    local pin=()
+    if [ -n "${SERVER_CPU:-}" ]; then pin=(taskset -c "$SERVER_CPU"); fi
+    (cd "$ROOT" && exec "${pin[@]}" "$BIN/presence-server" --port "$PORT" --data-dir "$DATA_DIR" ${SERVER_ARGS:-}) \
         >"${SERVER_LOG:-/tmp/presence-bench-server.log}" 2>&1 &
     SERVER_PID=$!
     trap stop_server EXIT
-    for _ in $(seq 1 100); do
+    # START_TRIES tenths of a second to start listening (more under valgrind).
+    for _ in $(seq 1 "${START_TRIES:-100}"); do
         if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then return; fi
         sleep 0.1
     done
@@ -46,3 +50,6 @@ stop_server() {
 }
 
 pid_args() { if [ -n "$SERVER_PID" ]; then echo "--server-pid $SERVER_PID"; fi; }
+
+# The generator's command prefix: pinned to GENERATOR_CPU when set (e.g. 1).
+generator_pin() { if [ -n "${GENERATOR_CPU:-}" ]; then echo "taskset -c $GENERATOR_CPU"; fi; }

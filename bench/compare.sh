@@ -12,7 +12,11 @@
 #      CHURN_RATES ("500" connects/s; CHURN_RATE also accepted), CHURN_HOLD (0.5 s),
 #      CHURN_ABORT (0.5), CHURN_GRACE (0), MEMORY_COUNT (0 = skip; at most ~19,900 here),
 #      PORT (9190; Mosquitto on PORT+10/+11), OURS_ARGS (more presence-server flags, e.g.
-#      "--storage memory" to match Mosquitto's persistence false). An empty RATES or CHURN_RATES skips.
+#      "--storage memory" to match Mosquitto's persistence false), TRANSPORT (the fan-out generator's:
+#      lws, or epoll), SERVER_CPU / GENERATOR_CPU (pin the server or broker and the generator with
+#      taskset, e.g. 0 and 1). An empty RATES or CHURN_RATES skips.
+# Issue 17's per-core table (pinned, epoll generator, memory/durable/Mosquitto) is
+# bench/fanout-vs-mosquitto.sh.
 # The heavier shapes of issue 8: RATES="7500 20000" CHURN_RATES="1000 2000" MEMORY_COUNT=19900.
 # Every scenario runs even when one fails (a failed final-state check exits 2, a timeout 124); the
 # script then names the failed runs on stderr and exits 1.
@@ -21,7 +25,7 @@ source "$(dirname "$0")/mosquitto.sh"
 USERS="${USERS:-1000}"; WATCHERS="${WATCHERS:-1000}"; SUBS="${SUBS:-10}"; RATES="${RATES-${RATE:-5000}}"; DURATION="${DURATION:-5}"
 CHURN_WATCHERS="${CHURN_WATCHERS:-1000}"; CHURN_SUBS="${CHURN_SUBS:-10}"; CHURN_RATES="${CHURN_RATES-${CHURN_RATE:-500}}"
 CHURN_HOLD="${CHURN_HOLD:-0.5}"; CHURN_ABORT="${CHURN_ABORT:-0.5}"; CHURN_GRACE="${CHURN_GRACE:-0}"
-MEMORY_COUNT="${MEMORY_COUNT:-0}"
+MEMORY_COUNT="${MEMORY_COUNT:-0}"; TRANSPORT="${TRANSPORT:-lws}"
 PORT="${PORT:-9190}"; MQTT_PORT=$((PORT + 10))
 build with-server
 trap 'stop_server; stop_mosquitto' EXIT
@@ -41,16 +45,18 @@ run() {
 }
 
 for RATE in $RATES; do
-    FANOUT=(--users "$USERS" --watchers "$WATCHERS" --subscriptions "$SUBS" --rate "$RATE" --duration "$DURATION" --settle 5 --source-addresses 4)
+    FANOUT=(--users "$USERS" --watchers "$WATCHERS" --subscriptions "$SUBS" --rate "$RATE" --duration "$DURATION" --settle 5
+            --source-addresses 4 --transport "$TRANSPORT")
     echo "== fanout $RATE writes/s: presence-server" >&2
     DATA_DIR="" SERVER_ARGS="--log-level warning ${OURS_ARGS:-}" start_server
     trap 'stop_server; stop_mosquitto' EXIT
     # shellcheck disable=SC2046
-    run "fanout $RATE/s presence-server" timeout $((DURATION + 200)) "$BENCH" fanout --url "$URL" "${FANOUT[@]}" $(pid_args)
+    run "fanout $RATE/s presence-server" timeout $((DURATION + 200)) $(generator_pin) "$BENCH" fanout --url "$URL" "${FANOUT[@]}" $(pid_args)
     stop_server
     echo "== fanout $RATE writes/s: mosquitto" >&2
     start_mosquitto "$MQTT_PORT"
-    run "fanout $RATE/s mosquitto" timeout $((DURATION + 200)) "$BENCH" mqtt-fanout --url "$MQTT_URL" "${FANOUT[@]}" --server-pid "$MOSQ_PID"
+    # shellcheck disable=SC2046
+    run "fanout $RATE/s mosquitto" timeout $((DURATION + 200)) $(generator_pin) "$BENCH" mqtt-fanout --url "$MQTT_URL" "${FANOUT[@]}" --server-pid "$MOSQ_PID"
     stop_mosquitto
 done
 

@@ -14,6 +14,8 @@ echo "== fanout (200 users, 200 watchers x 10, 1000 writes/s, 5 s)" >&2
 USERS=200 WATCHERS=200 SUBS=10 RATE=1000 DURATION=5 PORT=9182 bench/fanout.sh
 echo "== Mosquitto side by side (fanout, churn), ~30 s; skipped without /usr/sbin/mosquitto" >&2
 if [ -x /usr/sbin/mosquitto ]; then PORT=9190 bench/compare.sh; fi
+echo "== issue 17's per-core table, one rate (2000 writes/s, 3 s): memory, durable, Mosquitto; skipped without /usr/sbin/mosquitto" >&2
+if [ -x /usr/sbin/mosquitto ]; then RATES=2000 DURATION=3 SETTLE=5 PORT=9290 bench/fanout-vs-mosquitto.sh; fi
 echo "== rules (presence rules, 100k users)" >&2
 ITERATIONS=100000 bench/rules.sh
 echo "== storage (SQLite group commits of presence writes, normal durability)" >&2

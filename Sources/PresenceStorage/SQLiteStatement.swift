@@ -113,24 +113,3 @@ final class SQLiteStatement {
         return UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : count)
     }
 }
-
-/// Why the SQLite engine failed.
-public enum SQLiteStorageError: Error, Equatable, Sendable, CustomStringConvertible {
-    case sqlite(code: Int32, message: String, sql: String?)
-    /// The file was written by a newer version of this server.
-    case unsupportedSchema(version: Int)
-    /// A stored record could not be decoded.
-    case corrupt(String)
-    case closed
-
-    public var description: String {
-        switch self {
-        case let .sqlite(code, message, sql):
-            return "SQLite error \(code): \(message)" + (sql.map { " (\($0))" } ?? "")
-        case .unsupportedSchema(let version):
-            return "the database has schema version \(version), newer than this server understands"
-        case .corrupt(let reason): return "the database is corrupt: \(reason)"
-        case .closed: return "the database is closed"
-        }
-    }
-}

@@ -52,8 +52,9 @@ public final class SQLiteStorage: StorageEngine {
     }
 
     public static let fileName = "presence.sqlite"
-    /// 2 added `limit_usage`; every table is created with IF NOT EXISTS, so 1 upgrades in place.
-    static let schemaVersion = 2
+    /// 2 added `limit_usage`, 3 `session_changes`; every table is created with IF NOT EXISTS, so
+    /// older files upgrade in place.
+    static let schemaVersion = 3
 
     /// The database file.
     public let path: String
@@ -62,12 +63,20 @@ public final class SQLiteStorage: StorageEngine {
     private let connection: Mutex<SQLiteStore?>
 
     /// Opens (creating if needed) `<directory>/presence.sqlite`, creating the directory too.
+    /// A directory that exists must hold a usable database or none: see `SQLiteFileCheck`.
     public convenience init(directory: String, options: Options = Options()) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SQLiteStorageError.unusable(path: directory, problem: "cannot create the data directory (\(error.localizedDescription))",
+                                              remedy: .permissions)
+        }
         try self.init(file: (directory as NSString).appendingPathComponent(SQLiteStorage.fileName), options: options)
     }
 
-    /// Opens (creating if needed) the database file at `file`.
+    /// Opens the database file at `file`, creating it when there is none. An existing file that is
+    /// empty, truncated, damaged, read-only, locked, newer or not ours is refused with an
+    /// `SQLiteStorageError.unusable` that says what is wrong and how to recover.
     public init(file: String, options: Options = Options()) throws {
         self.path = file
         self.options = options
@@ -82,17 +91,28 @@ public final class SQLiteStorage: StorageEngine {
             try db.execute(sql: "PRAGMA cache_size = -\(cacheSize)")
             try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
         }
-        queue = try DatabaseQueue(path: file, configuration: configuration)
+        try SQLiteFileCheck.prepare(file)
+        do {
+            queue = try DatabaseQueue(path: file, configuration: configuration)
+        } catch let error as DatabaseError {
+            throw SQLiteFileCheck.refusal(file, code: error.extendedResultCode.rawValue, message: error.message ?? "\(error)")
+        }
         let durability = options.durability
         let interval = options.normalSyncInterval
         let opened: SQLiteStore
         do {
             opened = try queue.inDatabase { db throws -> SQLiteStore in
                 guard let handle = db.sqliteConnection else { throw SQLiteStorageError.closed }
+                // A file the OS lets us read but not write is opened read-only without a word;
+                // every commit would then fail.
+                if sqlite3_db_readonly(handle, "main") == 1 {
+                    throw SQLiteStorageError.unusable(path: file, problem: "SQLite can only open it read-only", remedy: .permissions)
+                }
                 return try SQLiteStore(handle, durability: durability, normalSyncInterval: interval)
             }
         } catch {
             try? queue.close()
+            if case SQLiteStorageError.sqlite(let code, let message, _) = error { throw SQLiteFileCheck.refusal(file, code: code, message: message) }
             throw error
         }
         connection = Mutex(opened)
@@ -102,8 +122,18 @@ public final class SQLiteStorage: StorageEngine {
         try? close()
     }
 
+    /// Everything stored. A damaged page or record met on the way is reported with the file's
+    /// path and what to do, as at open.
     public func load() throws -> StoredState {
-        try withConnection { try $0.load() }
+        do {
+            return try withConnection { try $0.load() }
+        } catch let error as SQLiteStorageError {
+            switch error {
+            case let .sqlite(code, message, _): throw SQLiteFileCheck.refusal(path, code: code, message: message)
+            case .corrupt(let reason): throw SQLiteStorageError.unusable(path: path, problem: "a stored record is damaged: \(reason)", remedy: .restore)
+            default: throw error
+            }
+        }
     }
 
     public func loadTree(namespace: String) throws -> Node {
@@ -124,6 +154,13 @@ public final class SQLiteStorage: StorageEngine {
     /// Checkpoints the WAL into the database file (fsyncing both unless the mode is `.off`).
     public func checkpoint() throws {
         try withConnection { try $0.checkpoint() }
+    }
+
+    /// Lets the database grow by at most `extraPages` pages (nil: no cap). SQLite then fails a
+    /// commit that needs more with `SQLITE_FULL`, exactly as on a full disk: tests use it to check
+    /// that such a commit changes nothing and that the next one succeeds once there is room.
+    func limitPages(extra extraPages: Int?) throws -> Int {
+        try withConnection { try $0.limitPages(extra: extraPages) }
     }
 
     public func close() throws {

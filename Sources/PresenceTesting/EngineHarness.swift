@@ -15,10 +15,11 @@ public final class EngineHarness {
     /// `hashDigest`: the digest of transaction hashes and ETags (the server uses SHA-1); nil
     /// answers transactions `not_supported`.
     public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock(), graceMilliseconds: Int64 = 0,
-                hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil) {
+                hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil, limits: EngineLimits = .default) {
         self.clock = clock
         var counter = 0
-        let configuration = Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds, hashDigest: hashDigest)
+        let configuration = Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds, hashDigest: hashDigest,
+                                                 limits: limits)
         self.engine = Engine(configuration: configuration, policy: policy, makeSessionID: {
             counter += 1
             return "session\(counter)"

@@ -25,8 +25,8 @@ public enum OutboundEncoder {
                 case .node(let node): node.writeJSON(into: &out, exportFormat: true)
                 }
             case .failure(let error):
-                let (status, text) = WireStatus.status(for: error)
-                JSONWriter.writeString(status, into: &out)
+                let (status, text) = WireStatus.failure(for: error)
+                JSONWriter.writeString(status.rawValue, into: &out)
                 out += ",\"d\":"
                 JSONWriter.writeString(text, into: &out)
             }
@@ -62,9 +62,9 @@ public enum OutboundEncoder {
             }
             out += "}}}"
         case let .authRevoked(error):
-            let (status, text) = WireStatus.status(for: error)
+            let (status, text) = WireStatus.failure(for: error)
             out += "{\"t\":\"d\",\"d\":{\"a\":\"ac\",\"b\":{\"s\":"
-            JSONWriter.writeString(status, into: &out)
+            JSONWriter.writeString(status.rawValue, into: &out)
             out += ",\"d\":"
             JSONWriter.writeString(text, into: &out)
             out += "}}}"

@@ -15,6 +15,7 @@ private final class ChurnState: @unchecked Sendable {
     let users: Int
     let watchers: Int
     let subs: Int
+    let pattern: WatchPattern
     let rate: Double
     let holdMicros: UInt64
     let abortPercent: Int
@@ -78,16 +79,13 @@ private final class ChurnState: @unchecked Sendable {
         generation = .init(repeating: 0, count: users)
         userReader = .init(repeating: .init(), count: users)
         watcherReader = .init(repeating: .init(), count: watchers)
-        watchersOfUser = .init(repeating: 0, count: users)
+        pattern = WatchPattern(users: users, subs: subs)
+        watchersOfUser = pattern.watchersPerUser(watchers: watchers)
         seenGen = .init(repeating: 0, count: watchers * subs)
-        for w in 0..<watchers { for j in 0..<subs { watchersOfUser[user(w, j)] += 1 } }
     }
 
-    @inline(__always) func user(_ w: Int, _ j: Int) -> Int { (w * subs + j) % users }
-    @inline(__always) func slot(_ w: Int, _ u: Int) -> Int? {
-        let j = ((u - (w * subs) % users) + users) % users
-        return j < subs ? j : nil
-    }
+    @inline(__always) func user(_ w: Int, _ j: Int) -> Int { pattern.user(w, j) }
+    @inline(__always) func slot(_ w: Int, _ u: Int) -> Int? { pattern.slot(w, u) }
 
     static let topicPrefix = "users/user"
     func topic(_ u: Int) -> String { "users/user\(u)/presence" }

@@ -43,6 +43,13 @@ struct RulesBenchCommand: ParsableCommand {
         let deniedSeconds = measure {
             for i in 0..<iterations where ruleSet.canWrite([(paths[i & 1023], value)], root: root, auth: auth, now: now).allowed { allowed += 1 }
         }
+        // As a replicated node proposes: the same allowed write, recording its read set.
+        var readSet = ReadSet()
+        let recordingSeconds = measure {
+            for _ in 0..<iterations where ruleSet.canWrite([(own, value)], root: root, auth: auth, now: now, recording: &readSet).allowed {
+                allowed += 1
+            }
+        }
 
         let writes = min(iterations, 100_000)
         let openMicros = engineWriteMicros(policy: OpenAccessPolicy(), root: root, writes: writes, now: now)
@@ -54,6 +61,8 @@ struct RulesBenchCommand: ParsableCommand {
             ("read_checks_per_s", String(format: "%.0f", Double(iterations) / readSeconds)),
             ("write_checks_per_s_allowed", String(format: "%.0f", Double(iterations) / writeSeconds)),
             ("write_checks_per_s_denied", String(format: "%.0f", Double(iterations) / deniedSeconds)),
+            ("write_checks_per_s_recording", String(format: "%.0f", Double(iterations) / recordingSeconds)),
+            ("recorded_reads", "\(readSet.count)"),
             ("engine_write_us_open_rules", String(format: "%.2f", openMicros)),
             ("engine_write_us_presence_rules", String(format: "%.2f", rulesMicros)),
             ("rules_cost_per_write_us", String(format: "%.2f", rulesMicros - openMicros)),

@@ -47,7 +47,7 @@ private final class EventLog: Sendable {
 struct SelfTestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "selftest",
-        abstract: "Check the lws client transport (echo, fragments, clean close, abort, pause) against an in-process echo server."
+        abstract: "Check the lws client transport (echo, fragments, clean close, abort, pause) and the epoll one (framing, echo, pongs, clean close) against an in-process echo server."
     )
 
     @Option(help: "Port for the in-process echo server (0: a free one).") var port: Int32 = 0
@@ -86,6 +86,9 @@ struct SelfTestCommand: ParsableCommand {
             return true
         }
         let c = server.counters
+        // The epoll transport's idle connection must outlive the lws checks (pings every 1 s).
+        let epoll = EpollSelfTest(url: url)
+        try epoll.begin()
 
         // 1. Echo, with a send queued before the handshake completes.
         let a = client.connect(to: url)
@@ -179,6 +182,10 @@ struct SelfTestCommand: ParsableCommand {
                 && c.peerCloseFrames.load(ordering: .relaxed) == bigFrames0 + 1,
               [("message_too_large", .bool(limitInfo?.messageTooLarge ?? false)),
                ("messages_delivered", .int(smallLog.messages(m).count))])
+
+        let epollResult = epoll.finish(peerCloseFrames: { c.peerCloseFrames.load(ordering: .relaxed) }, hangupSeconds: Double(hangup))
+        checks += epollResult.checks
+        allOK = allOK && epollResult.ok
 
         client.closeAll()
         _ = waitFor(3) { client.statistics.open == 0 }

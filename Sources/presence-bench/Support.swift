@@ -1,3 +1,4 @@
+import CEpoll
 import Foundation
 import Glibc
 import PresenceClient
@@ -123,13 +124,18 @@ func processRSS(pid: Int32) -> Int? {
 
 /// User + system CPU seconds of a process, from /proc/PID/stat.
 func processCPU(pid: Int32) -> Double? {
+    processCPUSplit(pid: pid).map { $0.user + $0.system }
+}
+
+/// User and system CPU seconds of a process (all its threads), from /proc/PID/stat.
+func processCPUSplit(pid: Int32) -> (user: Double, system: Double)? {
     guard let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
           let close = s.lastIndex(of: ")") else { return nil }
     let fields = s[s.index(after: close)...].split(separator: " ")
     // After ")": state(0) ppid(1) ... utime is field 14 overall → index 11 here, stime index 12.
     guard fields.count > 12, let ut = Double(fields[11]), let st = Double(fields[12]) else { return nil }
     let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
-    return (ut + st) / hz
+    return (ut / hz, st / hz)
 }
 
 /// Sleeps on the calling thread.
@@ -185,22 +191,20 @@ enum Wire {
 struct FrameScan {
     let bytes: UnsafeRawBufferPointer
 
-    /// Position right after the first occurrence of `needle`, or nil.
+    /// Position right after the first occurrence of `needle` at or after `from`, or nil.
     func find(_ needle: StaticString, from: Int = 0) -> Int? {
-        let n = needle.utf8CodeUnitCount
-        let p = needle.utf8Start
-        guard bytes.count >= n else { return nil }
-        var i = from
-        let last = bytes.count - n
-        while i <= last {
-            if bytes[i] == p[0] {
-                var j = 1
-                while j < n && bytes[i + j] == p[j] { j += 1 }
-                if j == n { return i + n }
-            }
-            i += 1
-        }
-        return nil
+        find(UnsafeRawBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount), from: from)
+    }
+
+    func find(_ needle: [UInt8], from: Int = 0) -> Int? {
+        needle.withUnsafeBytes { find($0, from: from) }
+    }
+
+    /// glibc's `memmem` (vectorised), so scanning a push for a few keys stays cheap at 200k pushes/s.
+    func find(_ needle: UnsafeRawBufferPointer, from: Int = 0) -> Int? {
+        guard let base = bytes.baseAddress, from >= 0, bytes.count - from >= needle.count, needle.count > 0 else { return nil }
+        guard let hit = memmem(base + from, bytes.count - from, needle.baseAddress, needle.count) else { return nil }
+        return UnsafeRawPointer(hit) - base + needle.count
     }
 
     /// Integer value starting at `i` (digits, optional minus).

@@ -13,7 +13,8 @@ enum ConfigFile {
         "default-namespace", "max-message-bytes", "ping-interval", "idle-timeout", "rx-buffer", "disconnect-grace",
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
         "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
-        "limits", "limit-events", "trusted-proxies",
+        "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-ondisconnect-ops",
+        "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces",
     ]
     static let booleanFlags: Set<String> = ["insecure"]
 

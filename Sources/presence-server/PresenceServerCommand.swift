@@ -126,6 +126,26 @@ struct PresenceServerCommand: ParsableCommand {
     /// The per-address limits are off on loopback, unless clients arrive through a trusted proxy.
     var limitsExempt: Bool { Self.isLoopback(host) && trustedProxySet.isEmpty }
 
+    @Option(help: "Listens one connection may hold at once; past it a listen is refused with too_big (logged once per connection).")
+    var maxListensPerConnection = EngineLimits.default.maxListensPerConnection
+
+    @Option(help: "onDisconnect ops one connection may hold; past it an onDisconnect write is refused with too_big.")
+    var maxOndisconnectOps = EngineLimits.default.maxOnDisconnectOps
+
+    @Option(help: "Total size in bytes (as JSON) of the values of one connection's onDisconnect ops.")
+    var maxOndisconnectBytes = EngineLimits.default.maxOnDisconnectBytes
+
+    @Option(help: "Largest answer to one read (g, a listen's initial data, REST GET, a stream's first event), in bytes as JSON; a larger one is refused with too_big (REST 413) saying to read it in parts (a query with a limit, or REST shallow=true).")
+    var maxReadBytes = EngineLimits.default.maxReadBytes
+
+    @Option(help: "Namespaces that may hold data at once; a write that would give data to one more is refused with too_big. Namespaces with no data, connection or held op are released from memory.")
+    var maxNamespaces = EngineLimits.default.maxNamespaces
+
+    var engineLimits: EngineLimits {
+        EngineLimits(maxListensPerConnection: maxListensPerConnection, maxOnDisconnectOps: maxOndisconnectOps,
+                     maxOnDisconnectBytes: maxOndisconnectBytes, maxReadBytes: maxReadBytes, maxNamespaces: maxNamespaces)
+    }
+
     @Option(help: "A JSON configuration file whose keys are these flags' long names without the dashes (e.g. {\"port\": 9000, \"data-dir\": \"/var/lib/presence\"}); flags given on the command line override it.")
     var config: String?
 
@@ -170,6 +190,13 @@ struct PresenceServerCommand: ParsableCommand {
             throw ValidationError("--admin-token-file is required on \(host): without it nobody can operate the server or use REST as admin. Pass --insecure to run without one")
         }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        for (flag, value, upper) in [("--max-listens-per-connection", maxListensPerConnection, 10_000_000),
+                                     ("--max-ondisconnect-ops", maxOndisconnectOps, 10_000_000),
+                                     ("--max-ondisconnect-bytes", maxOndisconnectBytes, 1 << 30),
+                                     ("--max-read-bytes", maxReadBytes, 1 << 30),
+                                     ("--max-namespaces", maxNamespaces, 10_000_000)] where value < 1 || value > upper {
+            throw ValidationError("\(flag) must be between 1 and \(upper)")
+        }
         if let value = maxConnectionsPerAddress, value < 0 { throw ValidationError("--max-connections-per-address must be 0 or more") }
         if let value = maxConnectionRate, value < 0 { throw ValidationError("--max-connection-rate must be 0 or more") }
     }
@@ -194,7 +221,6 @@ struct PresenceServerCommand: ParsableCommand {
 
     /// The settings in force, as `--config` would take them (file paths only: no secret is inlined).
     func effectiveConfiguration() -> JSON {
-        let loopback = Self.isLoopback(host)
         func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
         return .object([
             ("host", .string(host)), ("port", .number(Double(port))), ("rules", .string(rules)), ("auth", .string(auth)),
@@ -212,6 +238,10 @@ struct PresenceServerCommand: ParsableCommand {
             ("online-pattern", .string(onlinePattern)), ("online-field", .string(onlineField)),
             ("online-location", .string(onlineLocation)),
             ("limits", .string(limits)), ("limit-events", optional(limitEvents)),
+            ("max-listens-per-connection", .number(Double(maxListensPerConnection))),
+            ("max-ondisconnect-ops", .number(Double(maxOndisconnectOps))),
+            ("max-ondisconnect-bytes", .number(Double(maxOndisconnectBytes))),
+            ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
             ("log-level", .string(logLevel)),
         ])
     }
@@ -263,7 +293,6 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.tlsCertificatePath = tlsCert
         configuration.tlsKeyPath = tlsKey
         configuration.limitEventLogPath = limitEvents
-        let loopback = Self.isLoopback(host)
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (limitsExempt ? 0 : 1000)
         configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (limitsExempt ? 0 : 50)
         configuration.trustedProxies = trustedProxySet
@@ -281,7 +310,8 @@ struct PresenceServerCommand: ParsableCommand {
                 disconnectGraceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
                 hashDigest: { Array(Insecure.SHA1.hash(data: $0)) },
                 onlineIndex: onlineLocation.isEmpty ? nil
-                    : try? OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation)),
+                    : try? OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation),
+                limits: engineLimits),
             verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID
@@ -318,10 +348,11 @@ struct PresenceServerCommand: ParsableCommand {
             try LimitsFile.load(limitsPath, logger: Logger(label: "presence-server"))
         }
         let command = self
-        let server = LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
-                               reloadLimits: reloadLimits, reloadVerifier: { @Sendable in try command.makeVerifier() }, storage: store,
-                               metricsRegistry: metricsRegistry)
+        let server: LWSServer
         do {
+            server = try LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
+                                   reloadLimits: reloadLimits, reloadVerifier: { @Sendable in try command.makeVerifier() },
+                                   storage: store, metricsRegistry: metricsRegistry)
             try server.start()
         } catch {
             logger.critical("\(error)")

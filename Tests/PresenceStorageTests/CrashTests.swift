@@ -53,7 +53,11 @@ import Darwin
             if last % 10 == 0 && last > 0 {
                 #expect(tree.node(at: try Path("/bulk/\(last)")).children.count == 100, "a bulk write is whole")
             }
-            #expect(state.sessions.count == min(Int(last), 10))
+            #expect(state.sessions.filter { $0.sessionID != "big" }.count == min(Int(last), 10))
+            // The large session's ops, journalled as one change per batch: exactly the replay of
+            // the changes of the batches stored.
+            let big = state.sessions.first { $0.sessionID == "big" }
+            #expect(big?.ops == StoredSession.replay((1...max(1, last)).map(Self.change), onto: Self.bigBase), "round \(round)")
             acknowledged = last
         }
     }
@@ -66,7 +70,9 @@ import Darwin
             let durability = environment[Self.durabilityVariable].flatMap(SQLiteStorage.Durability.init(rawValue:))
         else { return }
         let storage = try SQLiteStorage(directory: directory, options: .init(durability: durability))
-        var next = (try storage.load().lastSequence ?? 0) + 1
+        let stored = try storage.load()
+        var next = (stored.lastSequence ?? 0) + 1
+        var bigOps = stored.sessions.first { $0.sessionID == "big" }?.ops ?? Self.bigBase
         let deadline = ContinuousClock.now + .seconds(60)  // never outlive a parent that failed to kill
         while ContinuousClock.now < deadline {
             var batch = StorageBatch(sequence: next)
@@ -79,12 +85,30 @@ import Darwin
             }
             batch.upsert(StoredSession(sessionID: "s\(next % 10)", namespace: "crash", identity: "u",
                                        ops: [OnDisconnectOp(path: try Path("/status"), value: [".sv": "timestamp"], credentials: .admin)]))
+            // A large queue: one change per batch, and stored whole every 25th (as the core compacts).
+            bigOps = StoredSession.replay([Self.change(next)], onto: bigOps)
+            if next == 1 || next % 25 == 0 {
+                batch.upsert(StoredSession(sessionID: "big", namespace: "crash", identity: "u", ops: bigOps))
+            } else {
+                batch.mutations.append(.changeSessionOps(sessionID: "big", identity: "u", changes: [Self.change(next)]))
+            }
             batch.heartbeat(Int64(next))
             try storage.commit(batch)
             let line = Array("ACK \(next)\n".utf8)
             _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
             next += 1
         }
+    }
+
+    static let bigBase = (0..<40).map {
+        OnDisconnectOp(path: Path(validated: ["rooms", "r\($0)"]), value: ["member": true, "at": ["n": .number(Double($0))]], credentials: .admin)
+    }
+
+    /// Batch n's change of the large queue: a set, or every fifth a cancel that splits an op.
+    static func change(_ n: UInt64) -> OnDisconnectChange {
+        let room = "r\(n % 45)"
+        if n % 5 == 0 { return .cancel(Path(validated: ["rooms", room, "at", "n"])) }
+        return .set(OnDisconnectOp(path: Path(validated: ["rooms", room]), value: ["member": true, "at": ["n": .number(Double(n))]], credentials: .admin))
     }
 
     struct ChildResult {

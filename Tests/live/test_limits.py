@@ -107,6 +107,29 @@ def test_rest_answers_429_with_retry_after_and_serves_the_status():
         server.stop()
 
 
+def test_a_rate_limited_stream_gets_429_with_retry_after_and_other_refusals_their_status():
+    """A streaming read (Accept: text/event-stream) answers from the same error table as REST."""
+    server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS)
+    try:
+        base = f"http://{server.host}:{server.port}"
+        params = {"ns": "demo", "auth": unsigned_token("sam")}
+        accept = {"Accept": "text/event-stream"}
+        for _ in range(2):
+            with requests.get(f"{base}/online-users.json", params=params, headers=accept, stream=True, timeout=5) as opened:
+                assert opened.status_code == 200 and opened.headers["Content-Type"] == "text/event-stream"
+        refused = requests.get(f"{base}/online-users.json", params=params, headers=accept, timeout=5)
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] in ("120", "119")
+        assert "try again in" in refused.json()["error"]
+        # The rules refuse an anonymous read: 401; a bad query: 400.
+        anonymous = requests.get(f"{base}/online-users.json", params={"ns": "demo"}, headers=accept, timeout=5)
+        assert anonymous.status_code == 401
+        bad_query = requests.get(f"{base}/users.json", params={**params, "orderBy": "nonsense"}, headers=accept, timeout=5)
+        assert bad_query.status_code == 400
+    finally:
+        server.stop()
+
+
 def test_usage_survives_a_crash_and_the_file_reloads_on_sighup():
     path = limits_file(2)
     data_dir = tempfile.mkdtemp(prefix="presence-limits-")
@@ -295,7 +318,8 @@ def test_firebase_admin_sdk_reads_the_list_and_standing_and_honours_retry_after(
 
 
 def test_a_version_1_data_directory_upgrades_in_place():
-    """Data directories written before limits existed (schema 1) open and gain the usage table."""
+    """Data directories written before limits existed (schema 1) open and gain the usage table (and
+    every later table)."""
     import sqlite3
     data_dir = tempfile.mkdtemp(prefix="presence-upgrade-")
     server = Server("--rules", PRESENCE_RULES, "--limits", SHIPPED_LIMITS, data_dir=data_dir)
@@ -314,7 +338,9 @@ def test_a_version_1_data_directory_upgrades_in_place():
     finally:
         server.stop()
     db = sqlite3.connect(os.path.join(data_dir, "presence.sqlite"))
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    # The current schema (3: limit_usage, then session_changes), reached in place from 1.
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert db.execute("SELECT name FROM sqlite_master WHERE name = 'session_changes'").fetchone() == ("session_changes",)
     assert db.execute("SELECT ns, limit_name, uid, count FROM limit_usage").fetchall() == [("demo", "refreshOnlineUsers", "bob", 1)]
     db.close()
 

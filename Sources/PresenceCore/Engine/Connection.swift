@@ -1,9 +1,19 @@
 /// The engine's state for one client connection.
-struct Connection {
+///
+/// A class: a request handler that holds the record while it changes the connection's listens or
+/// ops changes them in place. (As a struct in a dictionary, a copy held by the handler made the
+/// next change copy the whole listen table: O(n) per listen, 26 s for 20,000 listens.) It is also
+/// smaller in the connection table (a reference per bucket instead of the whole record).
+final class Connection {
     let id: ConnectionID
     let namespace: String
     let sessionID: String
     var credentials: Credentials = .unauthenticated
+    /// Per-connection limits already reported to the log (`ConnectionLimits.Kind` bits); declared
+    /// here, with `onDisconnectBytes`, to fill the padding after `credentials` (no extra memory).
+    var limitsLogged: UInt8 = 0
+    /// The onDisconnect ops' values, in `OnDisconnectQueue.size(of:)` bytes.
+    var onDisconnectBytes: UInt32 = 0
     /// Active listens by (path, query identity).
     var listens = ListenTable()
     var onDisconnect = OnDisconnectQueue()
@@ -12,6 +22,12 @@ struct Connection {
     var resumedSession: String?
     /// The client SDK and version from its stats message, for operators.
     var sdk: String?
+
+    init(id: ConnectionID, namespace: String, sessionID: String) {
+        self.id = id
+        self.namespace = namespace
+        self.sessionID = sessionID
+    }
 }
 
 struct ListenKey: Hashable {
@@ -46,7 +62,9 @@ final class FilteredListen: Sendable {
 
 /// A connection's listens by key. Almost every connection has a handful, so they are kept in a
 /// small array (one allocation of ~100 bytes for one listen, against ~700 for a dictionary of
-/// these records); past `maxLinear` a dictionary indexes them.
+/// these records); past `maxLinear` a dictionary indexes them. Adding, finding and removing cost
+/// O(1) either way (a removal moves the last entry into the gap), so the n-th listen costs what the
+/// first did.
 struct ListenTable {
     private static let maxLinear = 16
     private var entries: [(key: ListenKey, value: Listen)] = []
@@ -54,6 +72,7 @@ struct ListenTable {
 
     var count: Int { entries.count }
     var values: [Listen] { entries.map(\.value) }
+    var all: [(key: ListenKey, value: Listen)] { entries }
 
     private func position(of key: ListenKey) -> Int? {
         if let index { return index[key] }
@@ -83,12 +102,19 @@ struct ListenTable {
     @discardableResult
     mutating func removeValue(forKey key: ListenKey) -> Listen? {
         guard let at = position(of: key) else { return nil }
-        let removed = entries.remove(at: at).value
+        let removed = entries[at].value
+        let last = entries.count - 1
+        if at != last {
+            entries[at] = entries[last]
+            index?[entries[at].key] = at
+        }
+        entries.removeLast()
+        index?.removeValue(forKey: key)
         if entries.isEmpty {
             entries = []
             index = nil
-        } else if index != nil {
-            if entries.count > ListenTable.maxLinear { reindex() } else { index = nil }
+        } else if index != nil, entries.count <= ListenTable.maxLinear / 2 {
+            index = nil  // small again: the array alone (hysteresis, so add/remove at the edge stays O(1))
         }
         return removed
     }
@@ -98,11 +124,6 @@ struct ListenTable {
         map.reserveCapacity(entries.count)
         for (position, entry) in entries.enumerated() { map[entry.key] = position }
         index = map
-    }
-
-    /// The listens in (path, query identity) order.
-    func sorted() -> [(key: ListenKey, value: Listen)] {
-        entries.sorted { ($0.key.path, $0.key.queryIdentity) < ($1.key.path, $1.key.queryIdentity) }
     }
 }
 

@@ -29,6 +29,13 @@ extension Engine {
         public var authFailures = 0
         public var onDisconnectOpsRun = 0
         public var onDisconnectSessionsHeld = 0
+        /// Security-rule checks run (reads and writes), and filtered query results computed for
+        /// pushes: what a request really cost, which tests count to catch work that grows with
+        /// what a connection holds.
+        public var ruleChecks = 0
+        public var queryResultsComputed = 0
+        /// Requests refused by a per-connection limit, a read budget or the namespace cap.
+        public var limitRefusals = 0
         public init() {}
     }
 

@@ -3,24 +3,36 @@
 extension Engine {
     /// Held ops of a session are dropped: its client came back in time.
     func cancelHeld(session: String) {
-        if held.removeValue(forKey: session) != nil { record(.removeSession(sessionID: session)) }
+        guard let entry = held.removeValue(forKey: session) else { return }
+        record(.removeSession(sessionID: session))
+        if let ns = namespaces[entry.namespace] { releaseIfIdle(ns) }
     }
 
     /// A write by `credentials` supersedes that identity's held ops at or below the written paths:
-    /// the client is evidently back, so writing "offline" there later would be a flap.
+    /// the client is evidently back, so writing "offline" there later would be a flap. (A priority
+    /// write supersedes the ops of the node it belongs to.) The queue is edited in place and only
+    /// the cancel is journalled for a large one.
     func supersedeHeld(by paths: [Path], credentials: Credentials, namespace: String) {
         guard !held.isEmpty else { return }
         let identity = credentials.identity
+        let covered = paths.map { $0.last == ".priority" ? ($0.parent ?? $0) : $0 }
         for session in held.sessions(of: identity) {
-            guard let entry = held[session], entry.namespace == namespace else { continue }
-            var queue = entry.queue
-            for path in paths { queue.cancel(path) }
-            if queue.isEmpty {
-                held.removeValue(forKey: session)
-                record(.removeSession(sessionID: session))
-            } else if queue != entry.queue {
-                held[session]?.queue = queue
-                if let updated = held[session] { recordHeld(updated) }
+            // No copy of the entry kept while its queue changes: it would copy a large queue.
+            guard held[session]?.namespace == namespace, let heldIdentity = held[session]?.identity else { continue }
+            var cancelled: [OnDisconnectChange] = []
+            let edit = held.modifyQueue(session) { queue -> (empty: Bool, indexed: Bool, fullRecordDue: Bool) in
+                for path in covered where queue.cancel(path) != nil { cancelled.append(.cancel(path)) }
+                let indexed = queue.isIndexed
+                let due = !cancelled.isEmpty && indexed && queue.journalled(changes: cancelled.count)
+                return (queue.isEmpty, indexed, due)
+            }
+            guard let edit, !cancelled.isEmpty else { continue }
+            if edit.empty {
+                cancelHeld(session: session)
+            } else if edit.indexed && !edit.fullRecordDue {
+                record(.changeSessionOps(sessionID: session, identity: heldIdentity, changes: cancelled))
+            } else if let updated = held[session] {
+                recordHeld(updated)
             }
         }
     }
@@ -28,8 +40,10 @@ extension Engine {
     /// Runs the held ops whose window has ended, oldest first; returns the next window end.
     func runDueHeldOps(now: Int64) -> Int64? {
         for entry in held.takeDue(now: now) {
-            runOnDisconnect(entry.queue, in: namespace(entry.namespace), timestamp: entry.disconnectedAt, now: now)
+            let ns = namespace(entry.namespace)
+            runOnDisconnect(entry.queue, in: ns, timestamp: entry.disconnectedAt, now: now)
             record(.removeSession(sessionID: entry.sessionID))
+            releaseIfIdle(ns)
         }
         return held.nextRunAt()
     }

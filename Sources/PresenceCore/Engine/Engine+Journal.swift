@@ -16,23 +16,24 @@ extension Engine {
         return batch
     }
 
+    /// The shell's storage thread cannot commit (a full disk, an I/O error it retries): until it
+    /// says storage is back (nil), client writes and onDisconnect registrations are refused with
+    /// `unavailable` (clients retry later) instead of piling up changes that cannot be stored.
+    /// Reads, pushes and the ops of connections that end go on; their changes wait in order.
+    public func setStorageUnavailable(_ reason: String?) {
+        storageUnavailable = reason
+    }
+
+    /// The refusal while storage is unavailable, or nil.
+    func storageRefusal() -> EngineError? {
+        storageUnavailable.map { .unavailable("storage cannot take writes now (\($0)); retry later") }
+    }
+
     /// The number of the last batch handed out by `takeJournal`.
     public var lastJournalSequence: UInt64 { journalSequence }
 
     func record(_ mutation: StorageMutation) {
         journal?.mutations.append(mutation)
-    }
-
-    /// A live connection's ops changed: store them (or forget the session when none are left).
-    func recordLiveSession(_ id: ConnectionID) {
-        guard journal != nil, let connection = connections[id] else { return }
-        if connection.onDisconnect.isEmpty {
-            record(.removeSession(sessionID: connection.sessionID))
-        } else {
-            record(.upsertSession(StoredSession(
-                sessionID: connection.sessionID, namespace: connection.namespace,
-                identity: connection.credentials.identity, ops: connection.onDisconnect.ops)))
-        }
     }
 
     func recordHeld(_ entry: HeldOps) {
@@ -51,6 +52,7 @@ extension Engine {
         for (name, tree) in state.namespaces {
             let ns = namespace(name)
             ns.root = tree
+            noteHoldsData(ns)
             // The one scan: rebuild who is online from the stored tree.
             if let online = configuration.onlineIndex { ns.onlineIndex.update(after: .root, root: tree, configuration: online) }
         }
@@ -62,6 +64,7 @@ extension Engine {
                 ns.ownRules = rules
                 ns.ownRulesText = text
                 ns.policy = rules
+                noteHoldsData(ns)
             } catch {
                 failures.append((name, error.description))
             }

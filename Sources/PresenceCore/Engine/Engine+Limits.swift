@@ -38,7 +38,7 @@ extension Engine {
     /// The standing of `credentials` on the limit `name`, without using it (nil: no such limit).
     public func limitStatus(_ name: String, namespace: String, credentials: Credentials, now: Int64) -> FeatureLimitResult? {
         guard let limit = limits?.limit(named: name) else { return nil }
-        let standing = self.standing(limit, credentials: credentials, in: self.namespace(namespace), now: now)
+        let standing = self.standing(limit, credentials: credentials, in: existingNamespace(namespace), now: now)
         note(.checked, standing, now: now)
         return standing.result
     }
@@ -66,8 +66,12 @@ extension Engine {
     }
 
     /// One use of every write limit a write to `paths` touches, all or nothing: when one refuses,
-    /// none is counted. Call it after the rules allowed the write.
+    /// none is counted. Call it after the rules allowed the write. A write while storage is
+    /// unavailable, or one that would give data to one namespace more than the cap allows
+    /// (`EngineLimits.maxNamespaces`), is refused first.
     func useWriteLimits(_ paths: [Path], credentials: Credentials, in ns: Namespace, now: Int64) -> EngineError? {
+        if let refusal = storageRefusal() { return refusal }
+        if !credentials.isAdmin, let refusal = namespaceCapRefusal(ns) { return refusal }
         guard !credentials.isAdmin, let touched = limits?.limits(guardingWritesTo: paths), !touched.isEmpty else { return nil }
         // Check them all before counting any (a refusal must consume nothing).
         if touched.count > 1 {

@@ -16,12 +16,14 @@ extension Engine {
 
     /// A read. `countsAsUse`: a client's `GET`, which uses a limit guarding the location (the
     /// limits file); false for the server's own reads (a conditional write's ETag check).
+    /// `shallow`: the answer will be sent as REST `shallow=true` (keys only), which is what its
+    /// size budget counts. An answer over `EngineLimits.maxReadBytes` is refused with `tooBig`
+    /// (REST 413), saying how to read the data in parts.
     public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
-                     query: QuerySpec = .default, countsAsUse: Bool = false) -> Result<Node, EngineError> {
-        let ns = namespace(name)
-        if countsAsUse { return limitedRead(path, credentials: credentials, in: ns, now: now, query: query).map(query.apply) }
-        guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
-        return .success(query.apply(to: value(at: path, in: ns)))
+                     query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false) -> Result<Node, EngineError> {
+        let ns = existingNamespace(name)
+        return limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true,
+                           shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
     }
 
 
@@ -39,16 +41,18 @@ extension Engine {
         -> Result<[(Path, Node)], EngineError>
     {
         let ns = namespace(name)
-        var writes: [(Path, Node)] = []
-        do {
-            switch operation {
-            case .set(let json):
-                writes.append(try prepare(json, at: path, in: ns, now: now))
-            case .update(let children):
-                for child in children { writes.append(try prepare(child.value, at: path.appending(child.path), in: ns, now: now)) }
-            }
-        } catch {
-            return .failure(EngineError(error))
+        defer { releaseIfIdle(ns) }
+        let prepared: Result<[(Path, Node)], EngineError>
+        switch operation {
+        case .set(let json):
+            do { prepared = .success([try prepare(json, at: path, in: ns, now: now)]) } catch { prepared = .failure(EngineError(error)) }
+        case .update(let children):
+            prepared = prepare(children, under: path, in: ns, now: now)
+        }
+        let writes: [(Path, Node)]
+        switch prepared {
+        case .success(let all): writes = all
+        case .failure(let error): return .failure(error)
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
         if let ifMatch, etag(ns.root.node(at: ifMatch.path)) != ifMatch.etag { return .failure(.dataStale) }
@@ -68,18 +72,21 @@ extension Engine {
                            query: QuerySpec, now: Int64) -> Result<Void, EngineError> {
         let ns = namespace(name)
         let value: Node
-        switch limitedRead(path, credentials: credentials, in: ns, now: now, query: query) {
+        switch limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true) {
         case .success(let read): value = read
-        case .failure(let error): return .failure(error)
+        case .failure(let error):
+            releaseIfIdle(ns)
+            return .failure(error)
         }
-        var connection = Connection(id: id, namespace: name, sessionID: "stream-\(id.raw)")
+        let connection = Connection(id: id, namespace: name, sessionID: "stream-\(id.raw)")
         connection.credentials = credentials
         let listener = Listener(connection: id, path: path, tag: nil, query: query.isDefault ? nil : query)
         connection.listens[ListenKey(path: path, queryIdentity: query.identity)] = Listen(listener: listener, rawQuery: nil, spec: query)
         connections[id] = connection
+        ns.connectionCount += 1
         if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
         ns.listeners.add(listener)
-        emit(.data(path: path, value: query.apply(to: value), tag: nil), to: id)
+        emit(.data(path: path, value: value, tag: nil), to: id)
         return .success(())
     }
 }

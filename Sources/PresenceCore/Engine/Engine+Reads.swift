@@ -1,6 +1,7 @@
 extension Engine {
     func mayRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec = .default) -> Bool {
         if credentials.isAdmin { return true }
+        counters.ruleChecks += 1
         let allowed = query.isDefault
             ? ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now)
             : ns.policy.allowsRead(path, root: ns.root, auth: credentials.rulesAuth, now: now, query: query)
@@ -16,7 +17,7 @@ extension Engine {
     }
 
     /// `q`: check read rules, send the current data (filtered and tagged for a query), then the ok
-    /// (§3.2: data before ok).
+    /// (§3.2: data before ok). Within the connection's listen limit and the read budget.
     func listen(_ id: ConnectionID, number: Int?, path: Path, query: JSON?, tag: Int?, now: Int64) {
         guard let connection = connections[id] else { return }
         let spec: QuerySpec
@@ -24,28 +25,34 @@ extension Engine {
         case .success(let parsed): spec = parsed
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
+        let tagged = tag != nil && !spec.isDefault
+        let key = ListenKey(path: path, queryIdentity: tagged ? spec.identity : QuerySpec.default.identity)
+        let previous = connection.listens[key]
+        let limit = configuration.limits.maxListensPerConnection
+        if previous == nil, connection.listens.count >= limit {
+            counters.limitRefusals += 1
+            let error = refuse(.listens, "this connection already holds \(connection.listens.count) listens, the most one connection may hold (--max-listens-per-connection); stop listening somewhere first", connection: connection)
+            return reply(number, .failure(error), to: id)
+        }
         let ns = namespace(connection.namespace)
         let value: Node
-        switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec) {
+        switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, filtered: tagged, connection: connection) {
         case .success(let read): value = read
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
-        let tagged = tag != nil && !spec.isDefault
         let listener = Listener(connection: id, path: path, tag: tagged ? tag : nil, query: tagged ? spec : nil)
-        let key = ListenKey(path: path, queryIdentity: tagged ? spec.identity : QuerySpec.default.identity)
-        if let previous = connections[id]?.listens[key] { ns.listeners.remove(previous.listener) }
+        if let previous { ns.listeners.remove(previous.listener) }
         ns.listeners.add(listener)
-        connections[id]?.listens[key] = Listen(listener: listener, rawQuery: tagged ? query : nil, spec: spec)
-        emit(.data(path: path, value: tagged ? spec.apply(to: value) : value, tag: listener.tag), to: id)
+        connection.listens[key] = Listen(listener: listener, rawQuery: tagged ? query : nil, spec: spec)
+        emit(.data(path: path, value: value, tag: listener.tag), to: id)
         reply(number, .success(.emptyObject), to: id)
     }
 
     func unlisten(_ id: ConnectionID, path: Path, query: JSON?, tag: Int?) {
         guard let connection = connections[id], case .success(let spec) = Engine.querySpec(query) else { return }
         let key = ListenKey(path: path, queryIdentity: tag != nil && !spec.isDefault ? spec.identity : QuerySpec.default.identity)
-        guard let listen = connection.listens[key] else { return }
+        guard let listen = connection.listens.removeValue(forKey: key) else { return }
         namespace(connection.namespace).listeners.remove(listen.listener)
-        connections[id]?.listens.removeValue(forKey: key)
     }
 
     /// `g`: a one-shot read, filtered by its query.
@@ -56,20 +63,45 @@ extension Engine {
         case .success(let parsed): spec = parsed
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
-        switch limitedRead(path, credentials: connection.credentials, in: namespace(connection.namespace), now: now, query: spec) {
-        case .success(let value): reply(number, .success(.node(spec.apply(to: value))), to: id)
+        switch limitedRead(path, credentials: connection.credentials, in: namespace(connection.namespace), now: now, query: spec,
+                           filtered: true, connection: connection) {
+        case .success(let value): reply(number, .success(.node(value)), to: id)
         case .failure(let error): reply(number, .failure(error), to: id)
         }
     }
 
+    /// How a read's answer is shaped, for its size budget.
+    enum ReadShape {
+        case full
+        /// REST `shallow=true`: the children's keys and primitive values only.
+        case shallow
+    }
+
     /// Every read (`g`, listen, REST `GET`, stream) in one order of checks: the limits' status
-    /// location answers without rules or uses; elsewhere the rules first, then one use of a limit
-    /// guarding the location (so a read refused by the rules uses nothing), then the value.
-    func limitedRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec) -> Result<Node, EngineError> {
-        if let status = limitStatusValue(at: path, credentials: credentials, in: ns, now: now) { return .success(status) }
+    /// location answers without rules or uses; elsewhere the rules first, then the size budget
+    /// (`EngineLimits.maxReadBytes`), then one use of a limit guarding the location (so a read
+    /// refused by the rules or the budget uses nothing), then the value. `filtered`: the answer is
+    /// the query's result (a tagged listen, `g`, REST) rather than the whole location.
+    func limitedRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec, filtered: Bool,
+                     shape: ReadShape = .full, countsAsUse: Bool = true, connection: Connection? = nil) -> Result<Node, EngineError> {
+        if countsAsUse, let status = limitStatusValue(at: path, credentials: credentials, in: ns, now: now) {
+            return .success(filtered ? QueryWindow.result(of: query, at: status) : status)
+        }
         guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
-        if let refusal = useLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
-        return .success(value(at: path, in: ns))
+        let stored = value(at: path, in: ns)
+        let answer = filtered ? QueryWindow.result(of: query, at: stored) : stored
+        let budget = configuration.limits.maxReadBytes
+        let size = shape == .shallow ? answer.estimatedShallowJSONBytes(within: budget) : answer.estimatedJSONBytes(within: budget)
+        if size == nil {
+            counters.limitRefusals += 1
+            let remedy = shape == .shallow
+                ? "read it in parts, with a query that has a limit (orderBy with limitToFirst or limitToLast)"
+                : "read it in parts: with a query that has a limit (orderBy with limitToFirst or limitToLast), below it, or over REST with shallow=true for its keys"
+            return .failure(refuse(.read, "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); \(remedy)",
+                                   connection: connection))
+        }
+        if countsAsUse, let refusal = useLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
+        return .success(answer)
     }
 
     /// The value a read sees: the stored data, or the online list at the online index's location.
@@ -80,14 +112,22 @@ extension Engine {
         return ns.root.node(at: path)
     }
 
-    /// After an auth or rules change, listens the connection may no longer read are cancelled with `c`.
-    func revokeUnreadableListens(_ id: ConnectionID, now: Int64) {
-        guard let connection = connections[id] else { return }
+    /// After an auth or rules change, listens the connection may no longer read are cancelled with
+    /// `c` (in path order). One rule check per listen; none at all for an admin, or after a new
+    /// token when the rules' reads never look at `auth` (`authChanged`).
+    func revokeUnreadableListens(_ id: ConnectionID, now: Int64, authChanged: Bool = false) {
+        guard let connection = connections[id], connection.listens.count > 0, !connection.credentials.isAdmin else { return }
         let ns = namespace(connection.namespace)
-        let ordered = connection.listens.sorted()
-        for (key, listen) in ordered where !mayRead(key.path, credentials: connection.credentials, in: ns, now: now, query: listen.spec) {
+        if authChanged && !ns.readsDependOnAuth { return }
+        var revoked: [(key: ListenKey, value: Listen)] = []
+        for (key, listen) in connection.listens.all
+        where !mayRead(key.path, credentials: connection.credentials, in: ns, now: now, query: listen.spec) {
+            revoked.append((key, listen))
+        }
+        revoked.sort { ($0.key.path, $0.key.queryIdentity) < ($1.key.path, $1.key.queryIdentity) }
+        for (key, listen) in revoked {
             ns.listeners.remove(listen.listener)
-            connections[id]?.listens.removeValue(forKey: key)
+            connection.listens.removeValue(forKey: key)
             emit(.listenRevoked(path: key.path, query: listen.rawQuery), to: id)
         }
     }

@@ -29,15 +29,17 @@ extension Engine {
             return
         }
         nextTokenExpiry = nil
-        for id in connections.keys.sorted() {
-            guard case .user(_, let expiresAt?) = connections[id]?.credentials else { continue }
-            if expiresAt <= now {
-                connections[id]?.credentials = .unauthenticated
-                emit(.authRevoked(.expiredToken("Auth token is expired.")), to: id)
-                revokeUnreadableListens(id, now: now)
-            } else {
-                scheduleTokenExpiry(expiresAt)
-            }
+        // One pass without sorting (it runs at every expiry, and every connection's token expires
+        // once an hour); only the expired ones are put in order.
+        var expired: [ConnectionID] = []
+        for (id, connection) in connections {
+            guard case .user(_, let expiresAt?) = connection.credentials else { continue }
+            if expiresAt <= now { expired.append(id) } else { scheduleTokenExpiry(expiresAt) }
+        }
+        for id in expired.sorted() {
+            connections[id]?.credentials = .unauthenticated
+            emit(.authRevoked(.expiredToken("Auth token is expired.")), to: id)
+            revokeUnreadableListens(id, now: now, authChanged: true)
         }
     }
 }

@@ -14,13 +14,16 @@ public final class Engine {
         public var hashDigest: (@Sendable ([UInt8]) -> [UInt8])?
         /// "Who is online now", served at its location; nil turns it off.
         public var onlineIndex: OnlineIndexConfiguration?
+        /// What one connection may hold and how big one read may be (`EngineLimits`).
+        public var limits: EngineLimits
         public init(defaultNamespace: String = "default", disconnectGraceMilliseconds: Int64 = 0,
                     hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil,
-                    onlineIndex: OnlineIndexConfiguration? = .default) {
+                    onlineIndex: OnlineIndexConfiguration? = .default, limits: EngineLimits = .default) {
             self.defaultNamespace = defaultNamespace
             self.disconnectGraceMilliseconds = disconnectGraceMilliseconds
             self.hashDigest = hashDigest
             self.onlineIndex = onlineIndex
+            self.limits = limits
         }
     }
 
@@ -51,6 +54,13 @@ public final class Engine {
     var limits: LimitSet?
     var limitUsage: [LimitUsageKey: LimitUsage] = [:]
     var limitEvents: [LimitEvent] = []
+    /// Lines for the server's log (`takeNotices`).
+    var notices: [String] = []
+    /// Namespaces holding data or rules (`Engine+Namespaces`), and whether reaching the cap was logged.
+    var namespacesHoldingData = 0
+    var namespaceCapLogged = false
+    /// Why storage cannot take changes now (a full disk), or nil: writes are refused meanwhile.
+    var storageUnavailable: String?
 
     public init(
         configuration: Configuration = Configuration(),
@@ -78,19 +88,12 @@ public final class Engine {
 
     public var connectionCount: Int { connections.count }
 
-    func namespace(_ name: String) -> Namespace {
-        if let existing = namespaces[name] { return existing }
-        let created = Namespace(name: name, policy: defaultPolicy)
-        namespaces[name] = created
-        return created
-    }
-
     /// Replaces the rules of every namespace (and of namespaces created later).
     /// Replaces the default rules: those of every namespace that has no rules of its own.
     public func setPolicy(_ policy: any AccessPolicy, now: Int64) {
         defaultPolicy = policy
         for ns in namespaces.values where ns.ownRules == nil { ns.policy = policy }
-        for id in connections.keys.sorted() { revokeUnreadableListens(id, now: now) }
+        for id in connections.keys.sorted() where connections[id]!.listens.count > 0 { revokeUnreadableListens(id, now: now) }
     }
 
     /// Gives one namespace its own rules (REST `PUT /.settings/rules.json?ns=…`), atomically.
@@ -99,16 +102,18 @@ public final class Engine {
         ns.ownRules = rules
         ns.ownRulesText = text
         ns.policy = rules
+        noteHoldsData(ns)
         record(.setRules(namespace: name, document: text))
-        for (id, connection) in connections.sorted(by: { $0.key < $1.key }) where connection.namespace == name {
-            revokeUnreadableListens(id, now: now)
-        }
+        // Only this namespace's connections with listens are put in order (a PUT of one namespace's
+        // rules used to sort every connection of the server).
+        let affected = connections.filter { $0.value.namespace == name && $0.value.listens.count > 0 }.keys.sorted()
+        for id in affected { revokeUnreadableListens(id, now: now) }
     }
 
     /// The rules in force for a namespace: the uploaded text if it has its own, else the default
     /// rules' document (nil when the default is not a rules document, e.g. the open policy).
     public func rules(namespace name: String) -> (document: JSON, text: String?)? {
-        let ns = namespace(name)
+        let ns = existingNamespace(name)
         if let own = ns.ownRules { return (own.document, ns.ownRulesText) }
         if let ruleSet = defaultPolicy as? RuleSet { return (ruleSet.document, nil) }
         if defaultPolicy is OpenAccessPolicy { return (RuleSet.allowAll.document, nil) }
@@ -147,10 +152,10 @@ public final class Engine {
             disconnect(previous, now: now)
         }
         let name = (namespace?.isEmpty ?? true) ? configuration.defaultNamespace : namespace!
-        _ = self.namespace(name)
+        self.namespace(name).connectionCount += 1
         var sessionID = makeSessionID()
         while sessions[sessionID] != nil || held[sessionID] != nil { sessionID = makeSessionID() }
-        var connection = Connection(id: id, namespace: name, sessionID: sessionID)
+        let connection = Connection(id: id, namespace: name, sessionID: sessionID)
         if let lastSession, held[lastSession] != nil {
             connection.resumedSession = lastSession
             // An anonymous client has no other proof than the session id itself.
@@ -171,6 +176,8 @@ public final class Engine {
         guard let connection = connections.removeValue(forKey: id) else { return }
         sessions.removeValue(forKey: connection.sessionID)
         let ns = namespace(connection.namespace)
+        ns.connectionCount -= 1
+        defer { releaseIfIdle(ns) }
         for listen in connection.listens.values { ns.listeners.remove(listen.listener) }
         guard !connection.onDisconnect.isEmpty else { return }
         let grace = configuration.disconnectGraceMilliseconds
@@ -210,9 +217,10 @@ public final class Engine {
         case let .auth(credential, authVariable, noAuth):
             authenticate(id, number: number, credential: credential, authVariable: authVariable, noAuth: noAuth, now: now)
         case .unauth:
+            let previous = connections[id]?.credentials
             connections[id]?.credentials = .unauthenticated
             reply(number, .success(.empty), to: id)
-            revokeUnreadableListens(id, now: now)
+            if previous != .unauthenticated { revokeUnreadableListens(id, now: now, authChanged: true) }
         case let .listen(path, query, tag):
             listen(id, number: number, path: path, query: query, tag: tag, now: now)
         case let .unlisten(path, query, tag):
@@ -233,8 +241,7 @@ public final class Engine {
             let result = registerOnDisconnect(id, path: path, updates: children, isMerge: true, now: now)
             reply(number, result.map { .empty }, to: id)
         case let .onDisconnectCancel(path):
-            connections[id]?.onDisconnect.cancel(path)
-            recordLiveSession(id)
+            cancelOnDisconnect(id, path: path)
             reply(number, .success(.empty), to: id)
         }
     }
@@ -250,6 +257,7 @@ public final class Engine {
                     credentials = .user(auth: authVariable, expiresAt: nil)
                 }
             }
+            let previous = connections[id]?.credentials
             connections[id]?.credentials = credentials
             if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
             if let resumed = connections[id]?.resumedSession, held[resumed]?.identity == credentials.identity {
@@ -258,7 +266,8 @@ public final class Engine {
             let expires = credentials.rulesAuth?["token"]?["exp"] ?? .null
             let body: JSON = .object([("auth", credentials.rulesAuth ?? .null), ("expires", expires)])
             reply(number, .success(.json(body)), to: id)
-            revokeUnreadableListens(id, now: now)
+            // The same identity again (a client re-sending its token): nothing it may read changed.
+            if previous != credentials { revokeUnreadableListens(id, now: now, authChanged: true) }
         case .failure(let error):
             counters.authFailures += 1
             reply(number, .failure(EngineError(error)), to: id)

@@ -14,6 +14,8 @@ struct HeldTable: Sequence {
     private var order: [(runAt: Int64, session: String)] = []
     private var head = 0
     private var sessionsByIdentity: [String: [String]] = [:]
+    /// Held sessions per namespace: a namespace with some stays in memory.
+    private var countByNamespace: [String: Int] = [:]
 
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
@@ -28,6 +30,10 @@ struct HeldTable: Sequence {
                 return
             }
             let previous = entries.updateValue(newValue, forKey: session)
+            if previous?.namespace != newValue.namespace {
+                if let previous { uncount(previous.namespace) }
+                countByNamespace[newValue.namespace, default: 0] += 1
+            }
             if previous?.runAt != newValue.runAt { enqueue(newValue.runAt, session) }
             if previous?.identity != newValue.identity {
                 if let previous { unindex(session, identity: previous.identity) }
@@ -40,7 +46,22 @@ struct HeldTable: Sequence {
     mutating func removeValue(forKey session: String) -> HeldOps? {
         guard let removed = entries.removeValue(forKey: session) else { return nil }
         unindex(session, identity: removed.identity)
+        uncount(removed.namespace)
         return removed
+    }
+
+    /// Edits a held session's queue in place (no copy of a large queue); nil when not held.
+    mutating func modifyQueue<R>(_ session: String, _ body: (inout OnDisconnectQueue) -> R) -> R? {
+        guard entries[session] != nil else { return nil }
+        return body(&entries[session]!.queue)
+    }
+
+    /// Sessions held for `namespace`.
+    func count(inNamespace namespace: String) -> Int { countByNamespace[namespace] ?? 0 }
+
+    private mutating func uncount(_ namespace: String) {
+        let left = (countByNamespace[namespace] ?? 1) - 1
+        countByNamespace[namespace] = left > 0 ? left : nil
     }
 
     /// The sessions `identity` holds ops for.

@@ -40,9 +40,13 @@ public struct OnlineIndexConfiguration: Sendable {
     }
 }
 
-/// The index itself: online uids with their `lastSeen`.
+/// The index itself: `{uid: {"online": true, "lastSeen": n}}` for every online user, kept as the
+/// node a read returns. Each write changes the entries of the users it touches (O(1) each), so a
+/// read of the list is a snapshot of this node, not a rebuild of it from every user.
 struct OnlineIndex {
-    private(set) var online: [String: Double?] = [:]
+    private(set) var node: Node = .null
+
+    var count: Int { node.children.count }
 
     /// Re-reads the users a write at `path` may have changed.
     mutating func update(after path: Path, root: Node, configuration: OnlineIndexConfiguration) {
@@ -50,7 +54,7 @@ struct OnlineIndex {
         if path.count <= collection.count {
             // A write at or above the collection: re-read every user below it.
             guard path.contains(collection) else { return }
-            online.removeAll()
+            node = .null
             for uid in root.node(at: collection).children.keys { refresh(uid, root: root, configuration: configuration) }
         } else if collection.contains(path) {
             refresh(path.segments[collection.count], root: root, configuration: configuration)
@@ -59,25 +63,13 @@ struct OnlineIndex {
 
     mutating func refresh(_ uid: String, root: Node, configuration: OnlineIndexConfiguration) {
         let presence = root.node(at: configuration.collection.child(uid).appending(configuration.node))
-        if presence.child(configuration.field).leafValue == .bool(true) {
-            if case .number(let lastSeen)? = presence.child("lastSeen").leafValue {
-                online[uid] = .some(lastSeen)
-            } else {
-                online[uid] = .some(nil)
-            }
-        } else {
-            online.removeValue(forKey: uid)
+        let key = Path(validated: [uid])
+        guard presence.child(configuration.field).leafValue == .bool(true) else {
+            if node.hasChildren { node.set(.null, at: key) }
+            return
         }
-    }
-
-    /// `{uid: {"online": true, "lastSeen": n}}` for every online user.
-    var node: Node {
-        var children: [String: Node] = [:]
-        for (uid, lastSeen) in online {
-            var entry: [String: Node] = ["online": Node(.bool(true))]
-            if let lastSeen { entry["lastSeen"] = Node(.number(lastSeen)) }
-            children[uid] = .branch(entry, priority: nil)
-        }
-        return .branch(children, priority: nil)
+        var entry: [String: Node] = ["online": Node(.bool(true))]
+        if case .number(let lastSeen)? = presence.child("lastSeen").leafValue { entry["lastSeen"] = Node(.number(lastSeen)) }
+        node.set(.branch(entry, priority: nil), at: key)
     }
 }

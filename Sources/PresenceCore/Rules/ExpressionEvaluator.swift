@@ -18,6 +18,21 @@ struct EvaluationContext {
     var data: TreeView
     var newData: TreeView
     var bindings: [String]
+    /// Set only when the caller wants the read set (`ReadRecorder`), which it keeps alive for the
+    /// whole evaluation. A plain pointer: testing it, and copying the context, count no references.
+    var recorder: Unmanaged<ReadRecorder>?
+
+    /// Records a read (only called when `recorder != nil`; never inlined into the hot path).
+    @inline(never)
+    func record(_ snapshot: RuleSnapshot, _ read: ReadRecorder.Read, relative: String? = nil) {
+        recorder?.takeUnretainedValue().record(snapshot, read, relative: relative)
+    }
+
+    /// Records a `newData` read at the first `count` keys of `path`.
+    @inline(never)
+    func recordNewData(_ path: [String], count: Int, _ read: ReadRecorder.Read) {
+        recorder?.takeUnretainedValue().record(path, count: count, isNew: true, read)
+    }
 
     func snapshot(_ view: TreeView, isNew: Bool) -> RuleSnapshot {
         RuleSnapshot(view: view, isNew: isNew, base: path, baseCount: depth, extra: [])
@@ -71,6 +86,7 @@ struct EvaluationContext {
                 guard case .string(let key) = try eval(element) else {
                     throw RuleRuntimeError(reason: "hasChildren() with a non-string name")
                 }
+                if recorder != nil { record(snap, .shape, relative: key) }
                 if !Self.childView(snap.view, key).exists { return .bool(false) }
             }
             return .bool(true)
@@ -100,6 +116,8 @@ struct EvaluationContext {
             return child(try snapshotValue(target), try stringArgument(args[0], "child"))
         case .untrackedChild(let target, let arg):
             var snap = try snapshotValue(target)
+            // A recorder needs the location, which `child` tracks.
+            if recorder != nil { return child(snap, try stringArgument(arg, "child")) }
             snap.view = Self.childView(snap.view, try stringArgument(arg, "child"))
             return snap
         case .snapshotCall(.parent, let target, _):
@@ -159,12 +177,22 @@ struct EvaluationContext {
     private func snapshotCall(_ method: CompiledExpression.SnapshotMethod, _ target: CompiledExpression,
                               _ args: [CompiledExpression]) throws(RuleRuntimeError) -> RuleValue {
         let snap = try snapshotValue(target)
+        if recorder != nil {
+            switch method {
+            case .child, .parent, .hasChild: break
+            case .getPriority: record(snap, .priority)
+            case .val, .hasChildren, .exists, .isNumber, .isString, .isBoolean: record(snap, .shape)
+            }
+        }
         switch method {
         case .val:
             if let leaf = snap.view.leaf { return RuleOperators.value(leaf) }
             return snap.view.exists ? .nonLeaf : .null
         case .child: return .snapshot(SnapshotBox(child(snap, try stringArgument(args[0], "child"))))
-        case .hasChild: return .bool(Self.childView(snap.view, try stringArgument(args[0], "hasChild")).exists)
+        case .hasChild:
+            let path = try stringArgument(args[0], "hasChild")
+            if recorder != nil { record(snap, .shape, relative: path) }
+            return .bool(Self.childView(snap.view, path).exists)
         case .parent: return .snapshot(SnapshotBox(try parent(snap)))
         case .hasChildren: return .bool(snap.view.hasChildren)
         case .exists: return .bool(snap.view.exists)

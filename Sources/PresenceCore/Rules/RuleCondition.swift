@@ -22,10 +22,19 @@ public struct RuleCondition: Sendable {
     }
 
     public func evaluate(auth: JSON?, root: Node, now: Int64) -> Bool {
+        evaluate(auth: auth, root: root, now: now, recorder: nil)
+    }
+
+    /// `evaluate`, adding to `readSet` what it read from `root` (see `ReadSet`).
+    public func evaluate(auth: JSON?, root: Node, now: Int64, recording readSet: inout ReadSet) -> Bool {
+        ReadRecorder.recording(into: &readSet) { evaluate(auth: auth, root: root, now: now, recorder: $0) }
+    }
+
+    private func evaluate(auth: JSON?, root: Node, now: Int64, recorder: ReadRecorder?) -> Bool {
         let view = TreeView(node: root)
         let context = EvaluationContext(
             auth: RuleSet.authValue(auth), now: Double(now), query: .none, root: view, newRoot: nil,
-            path: [], depth: 0, data: view, newData: .empty, bindings: [])
+            path: [], depth: 0, data: view, newData: .empty, bindings: [], recorder: recorder.map(Unmanaged.passUnretained))
         if case .success(true) = context.evaluate(expression) { return true }
         return false
     }

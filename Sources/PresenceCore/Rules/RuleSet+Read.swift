@@ -3,11 +3,21 @@ extension RuleSet {
     /// (`auth == null`), otherwise a JSON object like `{"uid":"alice","provider":"custom","token":{…}}`.
     /// Allowed iff some `.read` on the walk from the root to `path` is true (spec §2.2).
     public func canRead(_ path: Path, root: Node, auth: JSON?, now: Int64, query: RuleQuery? = nil) -> RuleDecision {
+        canRead(path, root: root, auth: auth, now: now, query: query, recorder: nil)
+    }
+
+    /// `canRead`, adding to `readSet` what the decision read from `root` (see `ReadSet`).
+    public func canRead(_ path: Path, root: Node, auth: JSON?, now: Int64, query: RuleQuery? = nil,
+                        recording readSet: inout ReadSet) -> RuleDecision {
+        ReadRecorder.recording(into: &readSet) { canRead(path, root: root, auth: auth, now: now, query: query, recorder: $0) }
+    }
+
+    private func canRead(_ path: Path, root: Node, auth: JSON?, now: Int64, query: RuleQuery?, recorder: ReadRecorder?) -> RuleDecision {
         let segments = path.segments
         let rootView = TreeView(node: root)
         var context = EvaluationContext(
             auth: Self.authValue(auth), now: Double(now), query: query ?? .none, root: rootView, newRoot: nil,
-            path: segments, depth: 0, data: rootView, newData: .empty, bindings: [])
+            path: segments, depth: 0, data: rootView, newData: .empty, bindings: [], recorder: recorder.map(Unmanaged.passUnretained))
         var node = self.root
         var failures: [String] = []
         var depth = 0

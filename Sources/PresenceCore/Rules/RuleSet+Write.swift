@@ -5,6 +5,18 @@ extension RuleSet {
     /// entry needs a `.write` grant on its path and passes all applicable `.validate` rules, or the
     /// whole batch is denied (spec §2.3–§2.5).
     public func canWrite(_ writes: [(Path, Node)], root: Node, auth: JSON?, now: Int64) -> RuleDecision {
+        canWrite(writes, root: root, auth: auth, now: now, recorder: nil)
+    }
+
+    /// `canWrite`, adding to `readSet` what the decision read from `root` (see `ReadSet` and
+    /// `ReadRecorder`): the same decision holds on any tree that differs from `root` only by writes
+    /// that do not conflict with those reads. Only data reads: callers add `VirtualPaths.rules`.
+    public func canWrite(_ writes: [(Path, Node)], root: Node, auth: JSON?, now: Int64,
+                         recording readSet: inout ReadSet) -> RuleDecision {
+        ReadRecorder.recording(into: &readSet) { canWrite(writes, root: root, auth: auth, now: now, recorder: $0) }
+    }
+
+    private func canWrite(_ writes: [(Path, Node)], root: Node, auth: JSON?, now: Int64, recorder: ReadRecorder?) -> RuleDecision {
         var normalized: [([String], Node)] = []
         normalized.reserveCapacity(writes.count)
         for (path, value) in writes {
@@ -13,17 +25,20 @@ extension RuleSet {
             if segments.last == ".priority" {
                 // A priority write is a write of the parent with a new priority.
                 segments.removeLast()
+                // The written value is the stored one with a new priority: it copies the stored subtree.
+                recorder?.recordStored(segments, .subtree)
                 let current = TreeView(root: root, writes: WriteOverlay(normalized)).descendant(segments)
                 node = current.materialize().withPriority(value.leafValue.flatMap(Priority.init(leaf:)))
             }
             normalized.append((segments, node))
         }
         let overlay = WriteOverlay(normalized)
+        recorder?.writes = overlay
         let oldRoot = TreeView(node: root)
         let newRoot = TreeView(root: root, writes: overlay)
         var context = EvaluationContext(
             auth: Self.authValue(auth), now: Double(now), query: .none, root: oldRoot, newRoot: newRoot,
-            path: [], depth: 0, data: oldRoot, newData: newRoot, bindings: [])
+            path: [], depth: 0, data: oldRoot, newData: newRoot, bindings: [], recorder: recorder.map(Unmanaged.passUnretained))
         var grants: [String] = []
         for (segments, _) in normalized {
             switch check(segments, &context, oldRoot: oldRoot, newRoot: newRoot) {
@@ -76,8 +91,10 @@ extension RuleSet {
                 case .failure(let error): failures.append(rule.rulePath + " failed: " + error.reason)
                 }
             }
-            if let rule = node.validate, context.newData.exists {
-                if let failure = Self.validate(rule, context) {
+            if let rule = node.validate {
+                // Whether it runs depends on whether newData exists here.
+                if context.recorder != nil { context.recordNewData(segments, count: depth, .shape) }
+                if context.newData.exists, let failure = Self.validate(rule, context) {
                     return .failure(Denial(reason: "write denied at \(Self.describe(segments, upTo: segments.count)): \(failure)"))
                 }
             }
@@ -98,6 +115,10 @@ extension RuleSet {
         guard let grantedBy else {
             let detail = failures.isEmpty ? "no .write rule applies" : failures.joined(separator: "; ")
             return .failure(Denial(reason: "write denied at \(Self.describe(segments, upTo: segments.count)): \(detail)"))
+        }
+        if reachedTarget, node.validatesBelow {
+            // Which descendants are validated depends on the written value (read as newData).
+            if context.recorder != nil { context.recordNewData(segments, count: segments.count, .subtree) }
         }
         if reachedTarget, node.validatesBelow, context.newData.exists {
             var path = segments

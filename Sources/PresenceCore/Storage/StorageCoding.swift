@@ -51,12 +51,48 @@ public enum StorageCoding {
         guard case .array(let segmentsJSON)? = json["path"], let value = json["value"],
             let credentialsJSON = json["credentials"]
         else { throw DecodingError("op needs path, value and credentials") }
-        var segments: [String] = []
-        for segment in segmentsJSON {
+        return OnDisconnectOp(path: Path(validated: try strings(segmentsJSON)), value: value, credentials: try credentials(credentialsJSON))
+    }
+
+    private static func strings(_ segments: [JSON]) throws(DecodingError) -> [String] {
+        var keys: [String] = []
+        for segment in segments {
             guard let key = segment.stringValue else { throw DecodingError("path segments must be strings") }
-            segments.append(key)
+            keys.append(key)
         }
-        return OnDisconnectOp(path: Path(validated: segments), value: value, credentials: try credentials(credentialsJSON))
+        return keys
+    }
+
+    // MARK: Changes of a session's ops
+
+    /// `{"identity": …, "changes": [{"set": op} | {"cancel": [segments]}]}`.
+    public static func json(identity: String, changes: [OnDisconnectChange]) -> JSON {
+        .object([
+            ("identity", .string(identity)),
+            ("changes", .array(changes.map { change in
+                switch change {
+                case .set(let op): return .object([("set", json(op))])
+                case .cancel(let path): return .object([("cancel", .array(path.segments.map { .string($0) }))])
+                }
+            })),
+        ])
+    }
+
+    public static func changes(_ json: JSON) throws(DecodingError) -> (identity: String, changes: [OnDisconnectChange]) {
+        guard let identity = json["identity"]?.stringValue, case .array(let list)? = json["changes"] else {
+            throw DecodingError("session changes need identity and changes")
+        }
+        var changes: [OnDisconnectChange] = []
+        for change in list {
+            if let op = change["set"] {
+                changes.append(.set(try self.op(op)))
+            } else if case .array(let segments)? = change["cancel"] {
+                changes.append(.cancel(Path(validated: try strings(segments))))
+            } else {
+                throw DecodingError("a change is a set or a cancel")
+            }
+        }
+        return (identity, changes)
     }
 
     // MARK: Credentials

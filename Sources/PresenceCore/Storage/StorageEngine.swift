@@ -42,6 +42,10 @@ public enum StorageMutation: Sendable, Equatable {
     case setRules(namespace: String, document: String?)
     /// Inserts a session or replaces the stored session with the same `sessionID`.
     case upsertSession(StoredSession)
+    /// Edits a stored session's ops (`OnDisconnectQueue.apply` of each change, in order) and sets
+    /// its identity; nothing when the session is not stored. What the core journals for a large
+    /// queue instead of the whole session, so that the n-th op costs O(1) to store.
+    case changeSessionOps(sessionID: String, identity: String, changes: [OnDisconnectChange])
     case removeSession(sessionID: String)
     /// The server's liveness clock (ms since the epoch), recorded every second.
     case heartbeat(Int64)
@@ -103,6 +107,15 @@ public struct StoredSession: Sendable, Equatable {
     }
 }
 
+extension StoredSession {
+    /// The ops after `changes`, as `OnDisconnectQueue` applies them.
+    public static func replay(_ changes: [OnDisconnectChange], onto ops: [OnDisconnectOp]) -> [OnDisconnectOp] {
+        var queue = OnDisconnectQueue(restoring: ops)
+        for change in changes { queue.apply(change) }
+        return queue.ops
+    }
+}
+
 /// Everything an engine stores. Applying batches to it with `apply` is the reference semantics
 /// that every engine must reproduce.
 public struct StoredState: Sendable, Equatable {
@@ -156,6 +169,11 @@ public struct StoredState: Sendable, Equatable {
             } else {
                 sessions.insert(session, at: index)
             }
+        case let .changeSessionOps(sessionID, identity, changes):
+            let index = insertionIndex(sessionID)
+            guard index < sessions.count, sessions[index].sessionID == sessionID else { return }
+            sessions[index].ops = StoredSession.replay(changes, onto: sessions[index].ops)
+            sessions[index].identity = identity
         case .removeSession(let sessionID):
             let index = insertionIndex(sessionID)
             if index < sessions.count, sessions[index].sessionID == sessionID { sessions.remove(at: index) }

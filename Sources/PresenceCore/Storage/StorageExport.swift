@@ -94,7 +94,15 @@ public enum StorageExport {
                       let count = entry["count"]?.numberValue, count >= 0, count == count.rounded(), count < 1e15 else {
                     throw .notADatabase("each limitUsage entry needs ns, limit, uid and a whole count")
                 }
-                let started = entry["cooldownStartedAt"]?.numberValue.map { Int64($0) }
+                var started: Int64?
+                if let time = entry["cooldownStartedAt"], !time.isNull {
+                    // A whole number of milliseconds a double holds exactly: anything else is refused
+                    // rather than converted (Int64(1e300) would trap).
+                    guard let value = StorageCoding.int64(time) else {
+                        throw .notADatabase("cooldownStartedAt of \(ns)/\(limit)/\(uid) must be a whole number of milliseconds")
+                    }
+                    started = value
+                }
                 batch.mutations.append(.setLimitUsage(LimitUsageKey(namespace: ns, limit: limit, uid: uid),
                                                       LimitUsage(count: Int(count), cooldownStartedAt: started)))
             }

@@ -68,7 +68,8 @@ public enum Node: Sendable, Equatable {
     }
 
     public func child(_ key: String) -> Node {
-        if key == ".priority" { return priority.map { .leaf($0.leaf, priority: nil) } ?? .null }
+        // The length first: a String comparison that fails is not cheap, and this runs per lookup.
+        if key.utf8.count == 9, key == ".priority" { return priority.map { .leaf($0.leaf, priority: nil) } ?? .null }
         if case .branch(let c, _) = self { return c[key] ?? .null }
         return .null
     }

@@ -96,8 +96,8 @@ public final class RESTHandler {
         for token in tokens {
             switch engine.verify(credential: token, now: now) {
             case .success(let verified): credentials = verified
-            case .failure(.invalidToken(let reason)), .failure(.expiredToken(let reason)):
-                return .failure(HTTPRefusal(.error(401, reason)))
+            case .failure(let error):
+                return .failure(HTTPRefusal(.refusal(for: EngineError(error))))
             }
         }
         if let override = request.query["auth_variable_override"] {
@@ -145,8 +145,9 @@ public final class RESTHandler {
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .error(400, error.description) }
-        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true) {
-        case .failure(let error): return Self.response(for: error)
+        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
+                           shallow: request.query["shallow"] == "true") {
+        case .failure(let error): return .refusal(for: error)
         case .success(let node):
             var headers: [(String, String)] = []
             if wantsETag(request) || request.headers["if-none-match"] != nil {
@@ -210,7 +211,7 @@ public final class RESTHandler {
             }
             return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", etag(current))])
         case .failure(let error):
-            return Self.response(for: error)
+            return .refusal(for: error)
         case .success(let written):
             var headers: [(String, String)] = []
             if ifMatch != nil || wantsETag(request),
@@ -232,22 +233,5 @@ public final class RESTHandler {
     func render(_ json: JSON, request: HTTPRequest, headers: [(String, String)] = []) -> HTTPResponse {
         let text = request.query["print"] == "pretty" ? JSONWriter.pretty(json) : JSONWriter.string(json)
         return .json(200, text, headers: headers)
-    }
-
-    /// Engine errors as HTTP statuses (§9.1); the Python Admin SDK expects 401 "Permission denied".
-    static func response(for error: EngineError) -> HTTPResponse {
-        let (_, message) = WireStatus.status(for: error)
-        switch error {
-        case .permissionDenied, .invalidToken, .expiredToken: return .error(401, message)
-        case .invalidData, .tooBig: return .error(400, message)
-        case .dataStale: return .error(412, message)
-        case .notSupported: return .error(501, message)
-        case .unavailable: return .error(503, message)
-        case .rateLimited(_, let retryAfter):
-            var response = HTTPResponse.error(429, message)
-            // Whole seconds, rounded up, as Retry-After requires.
-            if let retryAfter { response.headers.append(("Retry-After", String((retryAfter + 999) / 1000))) }
-            return response
-        }
     }
 }

@@ -26,10 +26,10 @@ public enum ServerSentEvents {
             data += "}}"
             return (event("patch", data), false)
         case .listenRevoked:
-            return (event("cancel", "\"Permission denied\""), true)
+            return (event(WireStatus.StreamEvent.cancel.rawValue, "\"Permission denied\""), true)
         case .authRevoked:
             // The Python Admin SDK compares this exact text, without JSON quotes.
-            return (event("auth_revoked", "credential is no longer valid"), true)
+            return (event(WireStatus.StreamEvent.authRevoked.rawValue, "credential is no longer valid"), true)
         default:
             return nil
         }

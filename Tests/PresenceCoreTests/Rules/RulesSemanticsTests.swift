@@ -1,7 +1,8 @@
 import Testing
 import PresenceCore
 
-/// Focused checks of the evaluation semantics (spec §2–§5).
+/// Focused checks of the evaluation semantics (spec §2–§5). The `readRule` and `set` helpers also
+/// check that each decision's read set is sound (`ReadSetHarness`).
 @Suite("Rules semantics")
 struct RulesSemanticsTests {
     static let alice: JSON = ["uid": "alice", "provider": "password", "token": ["sub": "alice"]]
@@ -13,12 +14,17 @@ struct RulesSemanticsTests {
     func readRule(_ expression: String, root: JSON = nil, auth: JSON? = nil) throws -> Bool {
         let escaped = JSONWriter.string(.string(expression))
         let set = try rules(#"{"rules":{".read":"# + escaped + "}}")
+        ReadSetHarness.check(DecisionCase(name: expression, rules: set, root: try tree(root), auth: auth, now: 1000,
+                                          operation: .read(.root, nil)), seeds: 0..<20)
         return set.canRead(.root, root: try tree(root), auth: auth, now: 1000).allowed
     }
 
     func set(_ set: RuleSet, _ path: String, _ value: JSON, root: JSON = nil, auth: JSON? = nil) throws -> RuleDecision {
         let target = try Path(path)
-        return set.canWrite([(target, try Node(json: value, at: target))], root: try tree(root), auth: auth, now: 1000)
+        let writes = [(target, try Node(json: value, at: target))]
+        ReadSetHarness.check(DecisionCase(name: "set \(path)", rules: set, root: try tree(root), auth: auth, now: 1000,
+                                          operation: .write(writes)), seeds: 0..<20)
+        return set.canWrite(writes, root: try tree(root), auth: auth, now: 1000)
     }
 
     @Test func precedence() throws {

@@ -1,0 +1,59 @@
+/// Bounds on what one client can make the engine hold or compute, so that one connection (or
+/// none: namespaces) cannot stall or exhaust the server for everyone. Each refusal is a `too_big`
+/// reply whose message names the limit and its flag (the Firebase SDKs give up on `too_big`, they
+/// do not retry), and is logged once per connection (`Engine.takeNotices`). See docs/robustness.md.
+public struct EngineLimits: Sendable, Equatable {
+    /// Active listens one connection may hold (`--max-listens-per-connection`).
+    public var maxListensPerConnection: Int
+    /// onDisconnect ops one connection may hold (`--max-ondisconnect-ops`).
+    public var maxOnDisconnectOps: Int
+    /// Total size of those ops' values, about their length as JSON (`--max-ondisconnect-bytes`).
+    public var maxOnDisconnectBytes: Int
+    /// The largest answer to one read (`g`, a listen's initial data, REST `GET`, a stream's first
+    /// event), about its length as JSON (`--max-read-bytes`). Estimated before anything is
+    /// serialized, stopping as soon as the budget is passed, so a refusal costs O(budget). Serializing
+    /// costs the loop about 45 ms per MiB on the project's machine: 8 MiB keeps one read under ~0.4 s.
+    public var maxReadBytes: Int
+    /// Namespaces that may hold data or rules at once (`--max-namespaces`). A namespace that holds
+    /// neither and has no connection, listener or held op is released from memory.
+    public var maxNamespaces: Int
+
+    public init(maxListensPerConnection: Int = 10_000, maxOnDisconnectOps: Int = 1_000, maxOnDisconnectBytes: Int = 1_048_576,
+                maxReadBytes: Int = 8 * 1_048_576, maxNamespaces: Int = 10_000) {
+        self.maxListensPerConnection = maxListensPerConnection
+        self.maxOnDisconnectOps = maxOnDisconnectOps
+        self.maxOnDisconnectBytes = maxOnDisconnectBytes
+        self.maxReadBytes = maxReadBytes
+        self.maxNamespaces = maxNamespaces
+    }
+
+    public static let `default` = EngineLimits()
+
+    /// The limits that are logged once per connection (bits of `Connection.limitsLogged`).
+    enum Kind: UInt8 {
+        case listens = 1
+        case onDisconnectOps = 2
+        case onDisconnectBytes = 4
+        case read = 8
+    }
+}
+
+extension Engine {
+    /// Lines for the server's log, taken by the shell after each step (a connection's first
+    /// refusal by each per-connection limit, namespaces refused at the cap).
+    public func takeNotices() -> [String] {
+        defer { notices.removeAll(keepingCapacity: true) }
+        return notices
+    }
+
+    /// The refusal for one limit, logged the first time this connection meets it.
+    func refuse(_ kind: EngineLimits.Kind, _ message: String, connection: Connection?) -> EngineError {
+        if let connection, connection.limitsLogged & kind.rawValue == 0 {
+            connection.limitsLogged |= kind.rawValue
+            let who = connection.credentials.uid.map { " uid \($0)" } ?? ""
+            notices.append("connection \(connection.id.raw) (session \(connection.sessionID), ns \(connection.namespace)\(who)): \(message); "
+                + "further refusals of this kind on this connection are not logged")
+        }
+        return .tooBig(message)
+    }
+}

@@ -1,0 +1,25 @@
+import CLibWebSockets
+import CPresenceTap
+
+/// Whether a client's frames were masked, which lws 4.1.6 checks nowhere and does not expose
+/// (RFC 6455 §5.1: a server must close the connection on an unmasked frame). `CPresenceTap` follows
+/// the frame headers in the bytes lws reads; this is the shell's side of it. Loop thread only.
+enum MaskTap {
+    /// `LWS_CALLBACK_FILTER_NETWORK_CONNECTION`: lws passes the accepted socket as `in`.
+    static func accepted(_ input: UnsafeMutableRawPointer?) {
+        presence_tap_accepted(Int32(truncatingIfNeeded: Int(bitPattern: input)))
+    }
+
+    /// The connection on `wsi` is a WebSocket now; returns its socket.
+    static func established(_ wsi: OpaquePointer) -> Int32 {
+        let socket = lws_get_socket_fd(wsi)
+        presence_tap_established(socket)
+        return socket
+    }
+
+    static func sawUnmaskedFrame(_ socket: Int32) -> Bool { presence_tap_unmasked(socket) != 0 }
+
+    static func closed(_ socket: Int32) { presence_tap_forget(socket) }
+
+    static func closed(_ wsi: OpaquePointer) { presence_tap_forget(lws_get_socket_fd(wsi)) }
+}

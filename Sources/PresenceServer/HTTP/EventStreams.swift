@@ -1,0 +1,139 @@
+import Logging
+import PresenceCore
+import PresenceLoop
+import PresenceWire
+
+/// The open REST streaming reads (`Accept: text/event-stream`, §9.4): HTTP responses that stay
+/// open and carry Server-Sent Events as HTTP/1.1 chunks, one per `HTTP_WRITEABLE`, with a
+/// `keep-alive` event every `--stream-keep-alive` seconds. The HTTP route opens them (the engine
+/// checks the read); the outbound path hands them their engine messages.
+final class EventStreams {
+    private final class Stream {
+        let id: UInt64
+        let wsi: OpaquePointer
+        let location: Path
+        var queue: [[UInt8]] = []
+        var queuedBytes = 0
+        var ending = false
+
+        init(id: UInt64, wsi: OpaquePointer, location: Path) {
+            self.id = id
+            self.wsi = wsi
+            self.location = location
+        }
+    }
+
+    private var streams: [UInt64: Stream] = [:]
+    private var byWSI: [OpaquePointer: UInt64] = [:]
+    private let maxQueuedBytes: Int
+    private let keepAliveMicroseconds: Int64
+    private let logger: Logger
+    private var keepAliveTimer: LoopTimer?
+    private let runtime: LoopRuntime
+
+    init(configuration: ServerConfiguration, logger: Logger, runtime: LoopRuntime) {
+        maxQueuedBytes = configuration.maxQueuedBytes
+        keepAliveMicroseconds = Int64(configuration.streamKeepAliveSeconds) * 1_000_000
+        self.logger = logger
+        self.runtime = runtime
+    }
+
+    var isOpen: Bool { !streams.isEmpty }
+    var count: Int { streams.count }
+
+    /// Sends the stream's response head and registers it; false when lws failed (close it).
+    func begin(id: UInt64, wsi: OpaquePointer, location: Path) -> Bool {
+        // Chunked, so every event reaches the client as soon as it is written.
+        let head = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("transfer-encoding", "chunked")]
+        guard LWSWrite.httpHead(status: 200, headers: head, contentLength: nil, to: wsi) else { return false }
+        // A stream lives until the client goes away: no lws timeout, and its socket is polled for
+        // input only while an event waits to be written (`checkPeers` notices a client leaving).
+        LWSWrite.keepOpen(wsi)
+        LWSWrite.pauseHTTP(wsi)
+        streams[id] = Stream(id: id, wsi: wsi, location: location)
+        byWSI[wsi] = id
+        armKeepAlive()
+        return true
+    }
+
+    /// Queues an engine message for stream `id` as events; false when `id` is not a stream.
+    func enqueue(_ message: Outbound, for id: UInt64) -> Bool {
+        guard let stream = streams[id] else { return false }
+        guard !stream.ending, let (text, ends) = ServerSentEvents.events(for: message, location: stream.location) else { return true }
+        append(Self.chunk(text), to: stream)
+        if ends {
+            stream.ending = true
+            stream.queue.append(Self.lastChunk)
+        }
+        if stream.queuedBytes > maxQueuedBytes {
+            logger.warning("closing stream \(stream.id): it does not read fast enough")
+            stream.queue.removeAll()
+            stream.ending = true
+        }
+        LWSWrite.requestHTTPWriteable(stream.wsi)
+        return true
+    }
+
+    private func append(_ bytes: [UInt8], to stream: Stream) {
+        stream.queue.append(bytes)
+        stream.queuedBytes += bytes.count
+    }
+
+    /// `HTTP_WRITEABLE` for a stream: one event; after the last, the stream closes. Nil when `wsi`
+    /// is not a stream.
+    func writeable(_ wsi: OpaquePointer) -> Int32? {
+        guard let id = byWSI[wsi], let stream = streams[id] else { return nil }
+        guard !stream.queue.isEmpty else {
+            if stream.ending { return -1 }
+            LWSWrite.pauseHTTP(wsi)
+            return 0
+        }
+        let event = stream.queue.removeFirst()
+        stream.queuedBytes -= event.count
+        guard LWSWrite.httpBody(event, final: false, to: wsi) else { return -1 }
+        if !stream.queue.isEmpty || stream.ending { LWSWrite.requestHTTPWriteable(wsi) } else { LWSWrite.pauseHTTP(wsi) }
+        return 0
+    }
+
+    /// The stream's socket closed: its id, for the engine to forget; nil when it was no stream.
+    func closed(_ wsi: OpaquePointer) -> UInt64? {
+        guard let id = byWSI.removeValue(forKey: wsi) else { return nil }
+        streams.removeValue(forKey: id)
+        return id
+    }
+
+    /// Liveness: a stream's client sends nothing after its request, so a readable socket means it
+    /// left (or misbehaves): end the stream.
+    func checkPeers() {
+        for stream in streams.values where !stream.ending && LWSRead.peerLeftOrSpoke(stream.wsi) {
+            stream.ending = true
+            stream.queue.removeAll()
+            stream.queuedBytes = 0
+            LWSWrite.requestHTTPWriteable(stream.wsi)
+        }
+    }
+
+    /// `keep-alive` events while streams are open (one timer for all of them).
+    private func armKeepAlive() {
+        if keepAliveTimer == nil {
+            keepAliveTimer = runtime.makeTimer { [unowned self] in
+                let keepAlive = Self.chunk(ServerSentEvents.keepAlive)
+                for stream in streams.values where !stream.ending {
+                    append(keepAlive, to: stream)
+                    LWSWrite.requestHTTPWriteable(stream.wsi)
+                }
+                keepAliveTimer?.schedule(afterMicroseconds: keepAliveMicroseconds)
+            }
+        }
+        if keepAliveTimer?.isScheduled == false { keepAliveTimer?.schedule(afterMicroseconds: keepAliveMicroseconds) }
+    }
+
+    /// One HTTP/1.1 chunk.
+    static func chunk(_ text: String) -> [UInt8] {
+        let body = Array(text.utf8)
+        return Array(String(body.count, radix: 16).utf8) + [13, 10] + body + [13, 10]
+    }
+
+    /// The last chunk, sent before a stream ends.
+    static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+}

@@ -1,0 +1,181 @@
+import Logging
+import PresenceCore
+import PresenceWire
+
+/// The operator API (`/.admin/…`, admin credential required), health, readiness and metrics: a
+/// read-only view of the engine and the connection table, plus closing a connection through the
+/// outbound path.
+final class OperatorAPI {
+    let configuration: ServerConfiguration
+    let logger: Logger
+    let engine: Engine
+    let rest: RESTHandler
+    let metrics: ServerMetrics
+    let table: ConnectionTable
+    let outbox: Outbox
+    let storage: StorageLink
+    /// Messages and bytes received (the WebSocket route counts them).
+    let received: () -> (messages: Int, bytes: Int)
+    let startedAt = WallClock.nowMilliseconds()
+    /// The dashboard's last ten minutes, one sample a second (OperatorActivity.swift).
+    let activity = ActivitySampler()
+
+    init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, metrics: ServerMetrics,
+         table: ConnectionTable, outbox: Outbox, storage: StorageLink, received: @escaping () -> (messages: Int, bytes: Int)) {
+        self.configuration = configuration
+        self.logger = logger
+        self.engine = engine
+        self.rest = rest
+        self.metrics = metrics
+        self.table = table
+        self.outbox = outbox
+        self.storage = storage
+        self.received = received
+    }
+
+    func now() -> Int64 { WallClock.nowMilliseconds() }
+
+    /// The response for an operator route, or nil when `request` is not one.
+    func route(_ request: HTTPRequest) -> HTTPResponse? {
+        switch request.path {
+        case "/healthz":
+            return .json(200, "{\"status\":\"ok\"}")
+        case "/readyz":
+            // Storage opened and restored, rules loaded (both happen before the port opens), the
+            // storage thread running, and not stopping.
+            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
+            return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+        case "/metrics":
+            let text = metrics.render(engine: engine, liveConnections: table.count)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: text)
+        default:
+            break
+        }
+        guard request.path == "/.admin" || request.path.hasPrefix("/.admin/") else { return nil }
+        // The page's stylesheet and script hold no data (a <script src> cannot send a Bearer header).
+        if request.method == "GET", let asset = AdminDashboard.asset(request.path) {
+            return HTTPResponse(status: 200, headers: [("Content-Type", asset.contentType), ("Cache-Control", "no-cache")], body: asset.body)
+        }
+        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
+              request.query["auth_variable_override"] == nil else {
+            return .error(401, "Admin credentials required")
+        }
+        let parts = request.path.split(separator: "/").map(String.init)  // [".admin", …]
+        switch (request.method, parts.count > 1 ? parts[1] : "") {
+        case ("GET", ""):
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: AdminDashboard.html)
+        case ("GET", "connections") where parts.count == 2:
+            return listConnections(request)
+        case ("POST", "connections") where parts.count == 4 && parts[3] == "close":
+            return closeConnection(session: parts[2], request: request)
+        case ("GET", "users") where parts.count == 2:
+            return listUsers(request)
+        case ("GET", "activity") where parts.count == 2:
+            return activityResponse(request)
+        case ("GET", "users") where parts.count == 3:
+            return user(parts[2], request: request)
+        case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":
+            return resetLimit(uid: parts[2], limit: parts[4], request: request)
+        case ("GET", "stats") where parts.count == 2:
+            return stats()
+        default:
+            return .error(404, "No such admin endpoint")
+        }
+    }
+
+    func connectionJSON(_ snapshot: Engine.ConnectionSnapshot) -> JSON? {
+        guard let shell = table[snapshot.id.raw] else { return nil }
+        func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
+        return .object([
+            ("session", .string(snapshot.session)), ("namespace", .string(snapshot.namespace)),
+            ("uid", optional(snapshot.uid)), ("auth", .string(snapshot.auth)), ("remote", .string(shell.remote)),
+            ("sdk", optional(snapshot.sdk)), ("userAgent", optional(shell.userAgent)),
+            ("connectedAt", .number(Double(shell.connectedAt))), ("lastFrameAt", .number(Double(shell.lastFrameAt))),
+            ("listeners", .number(Double(snapshot.listeners))), ("onDisconnectOps", .number(Double(snapshot.onDisconnectOps))),
+            ("bytesIn", .number(Double(shell.bytesIn))), ("bytesOut", .number(Double(shell.bytesOut))),
+        ])
+    }
+
+    func sortedSnapshots(uid: String?, namespace: String?) -> [Engine.ConnectionSnapshot] {
+        engine.connectionSnapshots()
+            .filter { !$0.isStream && table[$0.id.raw] != nil }
+            .filter { uid == nil || $0.uid == uid }
+            .filter { namespace == nil || $0.namespace == namespace }
+            .sorted { ($0.id.raw) < ($1.id.raw) }
+    }
+
+    func listConnections(_ request: HTTPRequest) -> HTTPResponse {
+        let all = sortedSnapshots(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
+                                  namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
+        let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
+        let start = min(max(Int(request.query["cursor"] ?? "") ?? 0, 0), all.count)
+        let page = all[start..<min(start + limit, all.count)]
+        let next: JSON = start + limit < all.count ? .string(String(start + limit)) : .null
+        let body: JSON = .object([
+            ("connections", .array(page.compactMap(connectionJSON))), ("total", .number(Double(all.count))), ("nextCursor", next),
+        ])
+        return .json(200, JSONWriter.string(body))
+    }
+
+    func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
+        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else {
+            return .error(404, "no such session")
+        }
+        let reason = (try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue ?? "closed by an operator"
+        logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
+        outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
+                        .close(id, code: CloseCode.closedByOperator.rawValue, reason: reason)])
+        return .json(200, "{\"closed\":true}")
+    }
+
+    func user(_ uid: String, request: HTTPRequest) -> HTTPResponse {
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 }
+        let connectionsJSON = sortedSnapshots(uid: uid, namespace: namespace).compactMap(connectionJSON)
+        var presence: [(String, JSON)] = []
+        guard Path.isValidKey(uid) else { return .error(400, "invalid uid") }
+        for name in engine.namespaceNames where namespace == nil || namespace == name {
+            let value = engine.value(at: Path(validated: ["users", uid, "presence"]), namespace: name)
+            if !value.isNull || namespace == name { presence.append((name, value.json())) }
+        }
+        let held: [JSON] = engine.heldSnapshots().filter { $0.uid == uid && (namespace == nil || $0.namespace == namespace) }.map { entry in
+            .object([
+                ("session", .string(entry.session)), ("namespace", .string(entry.namespace)),
+                ("disconnectedAt", .number(Double(entry.disconnectedAt))), ("runAt", .number(Double(entry.runAt))),
+                ("ops", .array(entry.ops.map { .object([("path", .string($0.path.description)), ("value", $0.value)]) })),
+            ])
+        }
+        let limits: [JSON] = engine.limitUsages(uid: uid).filter { namespace == nil || $0.key.namespace == namespace }.map { entry in
+            .object([
+                ("namespace", .string(entry.key.namespace)), ("limit", .string(entry.key.limit)),
+                ("count", .number(Double(entry.usage.count))),
+                ("cooldownStartedAt", entry.usage.cooldownStartedAt.map { .number(Double($0)) } ?? .null),
+            ])
+        }
+        let body: JSON = .object([
+            ("uid", .string(uid)), ("connections", .array(connectionsJSON)), ("presence", .object(presence)), ("held", .array(held)),
+            ("limits", .array(limits)),
+        ])
+        return .json(200, JSONWriter.string(body))
+    }
+
+    /// `DELETE /.admin/users/{uid}/limits/{limit}?ns=…`: the user starts again from 0 uses.
+    func resetLimit(uid: String, limit: String, request: HTTPRequest) -> HTTPResponse {
+        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? configuration.defaultNamespace
+        let reset = engine.resetLimitUsage(LimitUsageKey(namespace: namespace, limit: limit, uid: uid), now: now())
+        return .json(200, "{\"reset\":\(reset)}")
+    }
+
+    func stats() -> HTTPResponse {
+        let (messagesIn, bytesIn) = received()
+        let body: JSON = .object([
+            ("connections", .number(Double(table.count))), ("sessionsHeld", .number(Double(engine.heldSessionCount))),
+            ("namespaces", .number(Double(engine.namespaceNames.count))),
+            ("uptimeSeconds", .number(Double((now() - startedAt) / 1000))),
+            ("messagesIn", .number(Double(messagesIn))), ("messagesOut", .number(Double(outbox.messagesSent))),
+            ("bytesIn", .number(Double(bytesIn))), ("bytesOut", .number(Double(outbox.bytesSent))),
+            ("writes", .number(Double(engine.counters.writes.values.reduce(0, +)))), ("pushes", .number(Double(outbox.pushes))),
+            ("time", .number(Double(now()))),
+        ])
+        return .json(200, JSONWriter.string(body))
+    }
+}

@@ -1,0 +1,195 @@
+import Logging
+import PresenceCore
+import PresenceWire
+
+/// The outbound path, for WebSocket connections: where a push is written, where an ack waits, and
+/// where a connection is closed.
+///
+/// Each engine message is encoded once and its frames shared by every recipient. `DeliveryOrder`
+/// decides whether a message may leave now (an ack waits for its step to be durable, and nothing
+/// overtakes it). A message that may leave is written through when the connection has nothing
+/// queued and lws nothing buffered (no WRITEABLE round trip: two fewer `epoll_ctl` calls per push,
+/// the main cost of fan-out); otherwise it is queued and written one frame per WRITEABLE. A queue
+/// over `maxQueuedBytes` drops the connection as a slow reader: it leaves the engine at once
+/// (`takeDropped`), and its socket closes within a second even if the close frame cannot be sent.
+final class Outbox {
+    private let maxQueuedBytes: Int
+    private let logger: Logger
+    private let metrics: ServerMetrics
+    private let table: ConnectionTable
+    private let streams: EventStreams
+    private var order = DeliveryOrder<UInt64>()
+    private var dropped: [UInt64] = []
+    private(set) var messagesSent = 0
+    private(set) var bytesSent = 0
+    private(set) var pushes = 0
+
+    init(maxQueuedBytes: Int, logger: Logger, metrics: ServerMetrics, table: ConnectionTable, streams: EventStreams) {
+        self.maxQueuedBytes = maxQueuedBytes
+        self.logger = logger
+        self.metrics = metrics
+        self.table = table
+        self.streams = streams
+    }
+
+    /// Performs engine effects in order. A reply waits for `barrier` (the sequence of the step's
+    /// changes, when storage is on); `writeStartedAt` times write-to-push for a write's pushes.
+    func perform(_ effects: [Effect], barrier: UInt64? = nil, writeStartedAt: UInt64? = nil) {
+        for effect in effects {
+            switch effect {
+            case let .send(recipients, message):
+                send(message, to: recipients, barrier: barrier, writeStartedAt: writeStartedAt)
+            case let .close(id, code, reason):
+                guard let connection = table[id.raw] else { continue }
+                close(connection, code: code, reason: reason)
+            }
+        }
+    }
+
+    private func send(_ message: Outbound, to recipients: [ConnectionID], barrier: UInt64?, writeStartedAt: UInt64?) {
+        let text = OutboundEncoder.encode(message)
+        var reply: Int?
+        switch message {
+        case .data, .merge:
+            pushes += recipients.count
+            metrics.pushes.increment(by: recipients.count)
+            if let writeStartedAt {
+                metrics.writeToPush.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - writeStartedAt))
+            }
+        case .reply(let number, _):
+            reply = number
+        default:
+            break
+        }
+        guard let frames = OutFrame.frames(for: text) else {
+            logger.error("dropping a message of \(text.utf8.count) bytes: too large to split")
+            return
+        }
+        // Only an ack waits for its step to be durable.
+        let waitsFor = reply == nil ? nil : barrier
+        let anyStreams = streams.isOpen
+        for recipient in recipients {
+            if anyStreams, streams.enqueue(message, for: recipient.raw) { continue }
+            guard let connection = table[recipient.raw], connection.closing == nil else { continue }
+            if order.mayLeave(waitsFor: waitsFor, lane: connection.lane) {
+                deliver(frames, reply: reply, to: connection)
+            } else {
+                order.hold(HeldMessage(frames: frames, reply: reply), waitsFor: waitsFor, to: connection.id, lane: &connection.lane)
+            }
+        }
+    }
+
+    /// Writes through while nothing is queued or buffered; queues the rest.
+    private func deliver(_ frames: [OutFrame], reply: Int?, to connection: ShellConnection) {
+        if let reply { ackSent(reply, on: connection) }
+        var remaining = frames[...]
+        while connection.queue.isEmpty, let frame = remaining.first, !LWSWrite.isBuffered(connection.wsi) {
+            guard LWSWrite.text(frame, to: connection.wsi) else { break }
+            countSent(frame, on: connection)
+            remaining = remaining.dropFirst()
+        }
+        if remaining.isEmpty { return }
+        for frame in remaining { connection.queue.append(frame) }
+        if connection.queue.exceeds(maxQueuedBytes) { dropSlowReader(connection) }
+        LWSWrite.requestWriteable(connection.wsi)
+    }
+
+    /// Storage made every step up to `sequence` durable: release the acks held for them, and what
+    /// waited behind them, in order.
+    func durable(upTo sequence: UInt64) {
+        for id in order.markDurable(upTo: sequence) {
+            guard let connection = table[id] else { continue }
+            let messages = order.release(id, lane: &connection.lane)
+            guard !messages.isEmpty else { continue }
+            for message in messages {
+                if let reply = message.reply { ackSent(reply, on: connection) }
+                for frame in message.frames { connection.queue.append(frame) }
+            }
+            LWSWrite.requestWriteable(connection.wsi)
+        }
+    }
+
+    /// Flush what is queued, then send a close frame with `code` and `reason`.
+    func close(_ connection: ShellConnection, code: Int, reason: String) {
+        connection.closing = (code, reason)
+        LWSWrite.requestWriteable(connection.wsi)
+    }
+
+    func close(_ connection: ShellConnection, _ code: CloseCode, reason: String) {
+        close(connection, code: code.rawValue, reason: reason)
+    }
+
+    /// The peer sent a close frame (lws answers it): nothing more is sent, and the close's log line
+    /// gives the peer's code.
+    func peerClosed(_ connection: ShellConnection, code: Int) {
+        if connection.closing == nil { connection.closing = (code, "peer closed") }
+    }
+
+    private func dropSlowReader(_ connection: ShellConnection) {
+        logger.warning("closing connection \(connection.id): it does not read fast enough (\(connection.queue.bytes) bytes queued)")
+        connection.queue.removeAll()
+        connection.lane = DeliveryLane()
+        dropped.append(connection.id)
+        close(connection, .policyViolation, reason: "too slow: outbound queue over limit")
+        // Its socket is full, so the close frame may never go out: lws drops it in a second.
+        LWSWrite.drop(connection.wsi, afterSeconds: 1)
+    }
+
+    /// Connections dropped as slow readers since the last call: the engine must forget them now.
+    func takeDropped() -> [UInt64] {
+        defer { dropped = [] }
+        return dropped
+    }
+
+    /// `SERVER_WRITEABLE`: a due PING, else the next queued frame, else the close frame.
+    func writeable(_ id: UInt64) -> Int32 {
+        guard let connection = table[id] else { return -1 }
+        if connection.pingDue, connection.closing == nil {
+            connection.pingDue = false
+            guard LWSWrite.ping(to: connection.wsi) else { return -1 }
+            if !connection.queue.isEmpty { LWSWrite.requestWriteable(connection.wsi) }
+            return 0
+        }
+        if let frame = connection.queue.popFirst() {
+            guard LWSWrite.text(frame, to: connection.wsi) else { return -1 }
+            countSent(frame, on: connection)
+            if !connection.queue.isEmpty || connection.closing != nil { LWSWrite.requestWriteable(connection.wsi) }
+            return 0
+        }
+        if let (code, reason) = connection.closing {
+            LWSWrite.close(code: code, reason: reason, to: connection.wsi)
+            return -1
+        }
+        return 0
+    }
+
+    /// A PING for a silent connection (liveness): now if nothing is ahead of it, else after the queue.
+    func ping(_ connection: ShellConnection) {
+        if connection.queue.isEmpty, !LWSWrite.isBuffered(connection.wsi) {
+            if !LWSWrite.ping(to: connection.wsi) { LWSWrite.drop(connection.wsi) }
+        } else {
+            connection.pingDue = true
+            LWSWrite.requestWriteable(connection.wsi)
+        }
+    }
+
+    /// Times write-to-ack for write request `number` from `startedAt` (monotonic ns).
+    func expectAck(_ number: Int, on connection: ShellConnection, startedAt: UInt64) {
+        connection.writeStarted[number] = startedAt
+    }
+
+    private func ackSent(_ number: Int, on connection: ShellConnection) {
+        guard let started = connection.writeStarted.removeValue(forKey: number) else { return }
+        // An emptied dictionary keeps its storage: free it (most connections have one write in flight).
+        if connection.writeStarted.isEmpty { connection.writeStarted = [:] }
+        metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
+    }
+
+    private func countSent(_ frame: OutFrame, on connection: ShellConnection) {
+        connection.bytesOut += frame.payloadCount
+        bytesSent += frame.payloadCount
+        messagesSent += 1
+        metrics.bytesOut.increment(by: frame.payloadCount)
+        metrics.messagesOut.increment()
+    }
+}
