@@ -34,9 +34,14 @@ enum FuzzWorld {
         return (0..<8).map { UInt8(truncatingIfNeeded: hash >> ($0 * 8)) }
     }
 
+    /// Limits small enough for fuzzed inputs to reach (a few listens and ops, a read of a few KB, a
+    /// second namespace), so the refusals are fuzzed too, not only the paths below the defaults.
+    static let limits = EngineLimits(maxListensPerConnection: 8, maxOnDisconnectOps: 8, maxOnDisconnectBytes: 1_024,
+                                     maxReadBytes: 4_096, maxNamespaces: 2)
+
     static func engine() -> Engine {
         var sessions = 0
-        return Engine(configuration: Engine.Configuration(defaultNamespace: "fuzz", hashDigest: digest),
+        return Engine(configuration: Engine.Configuration(defaultNamespace: "fuzz", hashDigest: digest, limits: limits),
                       policy: rules, makeSessionID: {
                           sessions += 1
                           return "s\(sessions)"

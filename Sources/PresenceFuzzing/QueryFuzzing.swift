@@ -5,18 +5,21 @@ import PresenceCore
 /// that parses is applied to a fixed tree and checked by the rules as a read.
 ///
 /// Invariants: nothing traps; a parsed wire query survives its own wire object (same spec, same
-/// identity); a query's result holds only children of the location and at most `limit` of them.
+/// identity); a query's result holds only children of the location and at most `limit` of them;
+/// the engine's answer (its one-pass window, under the read budget) is the same result.
 enum QueryFuzzing {
     static let target = FuzzTarget(
         name: "query",
-        summary: "wire q JSON NUL REST k=v&… → QuerySpec(wire:), QuerySpec(rest:) → apply, rules; wire round trip, results within the limit",
+        summary: "wire q JSON NUL REST k=v&… → QuerySpec(wire:), QuerySpec(rest:) → apply, engine read, rules; wire round trip, results within the limit",
         run: run)
 
     // swiftlint:disable:next force_try
-    static let tree = try! Node(json: JSONParser.parse("""
+    static let treeJSON = try! JSONParser.parse("""
         {"a": {"n": 3, ".priority": 2}, "b": {"n": "x"}, "c": 5, "d": true, "e": {"n": {"deep": 1}}, "1": -1.5,
          "10": {".value": "z", ".priority": "p"}, "f": null, "g": 1.7976931348623157e308, "h": [1, 2, 3]}
-        """))
+        """)
+    // swiftlint:disable:next force_try
+    static let tree = try! Node(json: treeJSON)
 
     static func run(_ bytes: [UInt8]) {
         let input = FuzzInput(bytes, parts: 2)
@@ -42,6 +45,11 @@ enum QueryFuzzing {
         }
         if let limit = spec.limit {
             invariant(result.children.count <= limit.count, "a query with limit \(limit.count) returned \(result.children.count) children")
+        }
+        let engine = FuzzWorld.engine()
+        _ = engine.write(.set(treeJSON), at: .root, namespace: "fuzz", credentials: .admin, now: FuzzWorld.now)
+        if case .success(let answer) = engine.read(.root, namespace: "fuzz", credentials: .admin, now: FuzzWorld.now, query: spec) {
+            invariant(answer == result, "the engine answered \(spec.identity) unlike QuerySpec.apply")
         }
         _ = FuzzWorld.rules.allowsRead(try! Path("/scores"), root: tree, auth: nil, now: FuzzWorld.now, query: spec)
     }
