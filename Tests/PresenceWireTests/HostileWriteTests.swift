@@ -16,9 +16,9 @@ import Testing
         }}}}
         """
 
-    func harness() throws -> EngineHarness {
+    func harness(limits: EngineLimits = .default) throws -> EngineHarness {
         // A stand-in digest (the bytes themselves): the engine's ordering, not SHA-1, is under test.
-        EngineHarness(policy: try RuleSet.load(text: Self.rules, source: "test"), hashDigest: { $0 })
+        EngineHarness(policy: try RuleSet.load(text: Self.rules, source: "test"), hashDigest: { $0 }, limits: limits)
     }
 
     func put(_ harness: EngineHarness, _ id: ConnectionID, _ r: Int, _ path: String, _ data: String, hash: String? = nil) -> [String] {
@@ -73,6 +73,19 @@ import Testing
         // Alice may read: a stale ETag gets 412 with the current value and its ETag.
         let stale = restPut(handler, "/users/alice/private.json", as: "alice", body: #""x""#, headers: ["if-match": "wrong"])
         #expect(stale.status == 412 && stale.body == #""secret""# && stale.headers.contains { $0 == ("ETag", right) })
+    }
+
+    @Test func staleETagOnAValueOverTheReadBudgetGets412WithoutTheValue() throws {
+        let harness = try harness(limits: EngineLimits(maxReadBytes: 64))
+        let big = String(repeating: "s", count: 200)
+        let alice = harness.connect()
+        harness.signIn(alice, as: "alice")
+        #expect(put(harness, alice, 1, "/users/alice/private", #""\#(big)""#) == [reply(1, "ok", "")])
+        let handler = restHandler(harness)
+        // The 412 answer is a read: over --max-read-bytes it says the value changed, not what it is.
+        let stale = restPut(handler, "/users/alice/private.json", as: "alice", body: #""x""#, headers: ["if-match": "wrong"])
+        #expect(stale.status == 412 && !stale.body.contains(big) && !stale.headers.contains { $0.0 == "ETag" })
+        #expect(harness.engine.value(at: try Path("/users/alice/private"), namespace: "test") == Node(.string(big)))
     }
 
     @Test func writeOnlyCallerNeverSeesAnETag() throws {
