@@ -45,10 +45,15 @@ test: deps
 	PRESENCE_SERVER=.build/debug/presence-server python3 -m pytest -p no:hypothesispytest -q Tests/live
 	$(MAKE) test-hostile
 
+# In CI (CI=true) ThreadSanitizer runs only the test targets whose code runs on several threads
+# (the loop and its inbox, the storage writer thread, SQLite, the client's transport, Redis on
+# the loop), to keep make test within CI's time; make test-sanitizers runs every test under both.
+TSAN_CI_FILTER ?= PresenceLoopTests|PresenceServerTests|PresenceStorageTests|PresenceClientTests|PresenceRedisTests
+
 # Fuzzing (TEST_FUZZ_SECONDS per target) and the sanitizer runs; see docs/robustness.md.
 test-hostile:
 	FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) ./scripts/fuzz.sh
-	./scripts/sanitizers.sh
+	THREAD_FILTER='$(if $(filter true,$(CI)),$(TSAN_CI_FILTER))' ./scripts/sanitizers.sh
 
 test-sanitizers:
 	./scripts/sanitizers.sh

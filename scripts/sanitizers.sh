@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make test-sanitizers: the Swift test suite under AddressSanitizer (with LeakSanitizer) and under
 # ThreadSanitizer, each in its own scratch path (.build-asan, .build-tsan). SANITIZERS picks
-# which (default "address thread"). With LIVE_ASAN=1 the live tests also run against the ASan
-# build of presence-server, and any sanitizer report in a server's log fails the run.
+# which (default "address thread"). THREAD_FILTER, when set, is a `swift test --filter` for the
+# ThreadSanitizer run only (make test-hostile sets it in CI; see docs/robustness.md). With
+# LIVE_ASAN=1 the live tests also run against the ASan build of presence-server, and any
+# sanitizer report in a server's log fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +18,11 @@ for sanitizer in $sanitizers; do
     scratch=".build-${sanitizer/address/asan}"
     scratch="${scratch/thread/tsan}"
     echo "== swift test --sanitize=$sanitizer ($scratch)"
-    nice -n 10 swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch"
-    nice -n 10 swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch"
+    # Only the test bundle and what it links (not presence-bench and the other executables).
+    nice -n 10 swift build --product presencePackageTests --sanitize="$sanitizer" --scratch-path "$scratch"
+    filter=()
+    if [ "$sanitizer" = thread ] && [ -n "${THREAD_FILTER:-}" ]; then filter=(--filter "$THREAD_FILTER"); fi
+    nice -n 10 swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" "${filter[@]}"
 done
 
 if [ "${LIVE_ASAN:-0}" = "1" ]; then
