@@ -8,7 +8,7 @@ public final class EngineHarness {
     public let engine: Engine
     public let clock: ManualClock
     private var outboxes: [ConnectionID: [String]] = [:]
-    private var closes: [ConnectionID: (code: Int, reason: String)] = [:]
+    private var closes: [ConnectionID: (code: CloseCode, reason: String)] = [:]
     private var nextID: UInt64 = 1
     private var nextSession = 1
 
@@ -44,7 +44,7 @@ public final class EngineHarness {
         case let .invalidRequest(number, _, error)?:
             // As the shell does: an error reply by number, else a control error message.
             let message: Outbound = number.map { .reply(number: $0, result: .failure(error)) }
-                ?? .serverError(WireStatus.status(for: error).message)
+                ?? .serverError(WireStatus.failure(for: error).message)
             outboxes[id, default: []].append(OutboundEncoder.encode(message))
         case .ignoredControl?, nil: break
         }
@@ -77,7 +77,7 @@ public final class EngineHarness {
     }
 
     /// The close the engine asked for on `id`, if any.
-    public func closeRequest(_ id: ConnectionID) -> (code: Int, reason: String)? { closes[id] }
+    public func closeRequest(_ id: ConnectionID) -> (code: CloseCode, reason: String)? { closes[id] }
 
     public var sessionIDs: [ConnectionID: String] = [:]
 

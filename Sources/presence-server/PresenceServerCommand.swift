@@ -62,7 +62,7 @@ struct PresenceServerCommand: ParsableCommand {
     var defaultNamespace = "default"
 
     @Option(help: "Largest client message in bytes (after joining fragments); larger ones close the connection with 1009.")
-    var maxMessageBytes = 1_048_576
+    var maxMessageBytes = ServerConfiguration().maxMessageBytes
 
     @Option(help: "Seconds of silence before the server pings a connection.")
     var pingInterval = 20
