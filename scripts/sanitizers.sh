@@ -12,7 +12,7 @@ sanitizers="${SANITIZERS:-address thread}"
 # Reports come from the sanitizer runtime; Swift's backtracer would race it.
 export SWIFT_BACKTRACE=enable=no
 export LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-export TSAN_OPTIONS="halt_on_error=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:suppressions=$PWD/Fuzz/tsan-suppressions.txt${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
 for sanitizer in $sanitizers; do
     scratch=".build-${sanitizer/address/asan}"
