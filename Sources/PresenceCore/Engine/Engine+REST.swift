@@ -26,12 +26,6 @@ extension Engine {
                            shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
     }
 
-
-    /// The REST ETag of a value (§9.3): its §8.4 hash, or `null_etag` for no data.
-    public func etag(_ node: Node) -> String {
-        node.isNull ? "null_etag" : (hash(node) ?? "null_etag")
-    }
-
     /// Applies a write and returns the written values as stored (server values resolved).
     /// `ifMatch` makes it conditional (`if-match`): it applies only while the ETag of the value at
     /// `ifMatch.path` is `ifMatch.etag`, else `dataStale`. The rules are checked first, so someone
@@ -40,6 +34,8 @@ extension Engine {
                       ifMatch: (path: Path, etag: String)? = nil)
         -> Result<[(Path, Node)], EngineError>
     {
+        // Replicated, REST writes are not proposed yet (docs/scaling.md, "What remains").
+        if configuration.replication != nil { return .failure(.unavailable("REST writes are not replicated yet")) }
         let ns = namespace(name)
         defer { releaseIfIdle(ns) }
         let prepared: Result<[(Path, Node)], EngineError>
@@ -55,11 +51,9 @@ extension Engine {
         case .failure(let error): return .failure(error)
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
-        if let ifMatch, etag(ns.root.node(at: ifMatch.path)) != ifMatch.etag { return .failure(.dataStale) }
+        if let ifMatch, let refusal = checkExpected(ifMatch.etag, at: ifMatch.path, in: ns, etag: true) { return .failure(refusal) }
         if let refusal = useWriteLimits(writes.map(\.0), credentials: credentials, in: ns, now: now) { return .failure(refusal) }
-        commit(writes, in: ns)
-        counters.writes["rest", default: 0] += 1
-        supersedeHeld(by: writes.map(\.0), credentials: credentials, namespace: name)
+        commitWrite(writes, in: ns, identity: credentials.identity, label: "rest")
         return .success(writes)
     }
 }
