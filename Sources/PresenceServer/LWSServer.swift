@@ -68,19 +68,21 @@ public final class LWSServer: @unchecked Sendable {
         metrics = ServerMetrics(registry: metricsRegistry)
         let limitEventLog = try configuration.limitEventLogPath.map { path throws(ServerError) in try LimitEventLog(path: path) }
         let rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
-        self.storage = StorageLink(storage: storage, logger: logger)
+        self.storage = StorageLink(storage: storage, logger: logger, metrics: metrics)
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime)
+        let throttle = InboundThrottle(table: table, logger: logger, metrics: metrics, runtime: runtime)
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
-                                       outbox: outbox, steps: steps)
+                                       outbox: outbox, steps: steps, throttle: throttle)
         self.webSocket = webSocket
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
                                 table: table, outbox: outbox, storage: self.storage,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
-                         responder: responder, streams: streams, operators: operators, steps: steps)
+                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage,
+                         runtime: runtime)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)
     }
@@ -109,6 +111,7 @@ public final class LWSServer: @unchecked Sendable {
         webSocket.boundPort = boundPort
         runtime.receiveSignals()
         Signals.install()
+        MaskTap.onViolation(tapViolation, context: Unmanaged.passUnretained(self).toOpaque())
         storage.start(engine: engine, runtime: runtime) { [unowned self] sequence in durable(upTo: sequence) }
         liveness.start()
         operators.startSampling(runtime: runtime, streams: streams)
@@ -161,6 +164,12 @@ public final class LWSServer: @unchecked Sendable {
     }
 
     private var shutdownBegun = false
+}
+
+/// The frame tap's report (see `MaskTap.onViolation`), a global function so it converts to `@convention(c)`.
+private func tapViolation(_ context: UnsafeMutableRawPointer?, _ socket: Int32) {
+    guard let context else { return }
+    Unmanaged<LWSServer>.fromOpaque(context).takeUnretainedValue().webSocket.frameViolation(onSocket: socket)
 }
 
 public enum ServerError: Error, CustomStringConvertible {

@@ -80,6 +80,12 @@ enum LWSWrite {
         lws_callback_on_writable(wsi)
     }
 
+    /// A WebSocket connection over its message budget: lws reads nothing more from it (what it
+    /// already read waits in lws) until `resumeReading`; the client is slowed by TCP backpressure.
+    static func pauseReading(_ wsi: OpaquePointer) { _ = lws_rx_flow_control(wsi, 0) }
+
+    static func resumeReading(_ wsi: OpaquePointer) { _ = lws_rx_flow_control(wsi, 1) }
+
     /// Close the socket now, without a close frame; lws then reports the close.
     static func drop(_ wsi: OpaquePointer) { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC) }
 

@@ -11,8 +11,11 @@ final class ShellConnection {
     let userAgent: String?
     let connectedAt: Int64
 
-    // MARK: Inbound (WebSocketRoute)
+    // MARK: Inbound (WebSocketRoute, InboundThrottle)
     var receiver: MessageReceiver
+    var budget: MessageBudget
+    /// Its reading was paused at least once (logged once per connection).
+    var wasThrottled = false
     /// When the last whole message arrived (operators' view).
     var lastFrameAt: Int64
 
@@ -21,6 +24,9 @@ final class ShellConnection {
     var lane = DeliveryLane<HeldMessage>()
     /// Set when the server decided to close: what is queued is flushed, then a close frame.
     var closing: (code: Int, reason: String)?
+    /// When the server's close frame went out: the client's close (or the liveness sweep, after
+    /// `Outbox.closeLingerMilliseconds`) ends the connection; what it sends meanwhile is discarded.
+    var closeSentAt: Int64?
     /// A PING waits for the queue ahead of it to drain.
     var pingDue = false
     /// When each numbered write request arrived (monotonic ns), to time write-to-ack.
@@ -31,7 +37,8 @@ final class ShellConnection {
     // MARK: Liveness (heard by the WebSocket route, judged by LivenessSweep)
     var liveness: LivenessClock
 
-    init(id: UInt64, wsi: OpaquePointer, socket: Int32 = -1, remote: String, userAgent: String?, now: Int64, maxMessageBytes: Int) {
+    init(id: UInt64, wsi: OpaquePointer, socket: Int32 = -1, remote: String, userAgent: String?, now: Int64, maxMessageBytes: Int,
+         budget: MessageBudget? = nil) {
         self.id = id
         self.wsi = wsi
         self.socket = socket
@@ -40,6 +47,7 @@ final class ShellConnection {
         self.connectedAt = now
         self.lastFrameAt = now
         self.receiver = MessageReceiver(maxMessageBytes: maxMessageBytes)
+        self.budget = budget ?? MessageBudget(perSecond: 0, burst: 1, now: now)
         self.liveness = LivenessClock(now: now)
     }
 }

@@ -68,6 +68,7 @@ final class Outbox {
         // Only an ack waits for its step to be durable.
         let waitsFor = reply == nil ? nil : barrier
         let anyStreams = streams.isOpen
+        if anyStreams { streams.nextMessage() }
         for recipient in recipients {
             if anyStreams, streams.enqueue(message, for: recipient.raw) { continue }
             guard let connection = table[recipient.raw], connection.closing == nil else { continue }
@@ -135,10 +136,11 @@ final class Outbox {
         LWSWrite.drop(connection.wsi, afterSeconds: 1)
     }
 
-    /// Connections dropped as slow readers since the last call: the engine must forget them now.
+    /// Connections and streams dropped as slow readers since the last call: the engine must forget
+    /// them now.
     func takeDropped() -> [UInt64] {
         defer { dropped = [] }
-        return dropped
+        return streams.isOpen ? dropped + streams.takeDropped() : dropped
     }
 
     /// `SERVER_WRITEABLE`: a due PING, else the next queued frame, else the close frame.
@@ -156,11 +158,31 @@ final class Outbox {
             if !connection.queue.isEmpty || connection.closing != nil { LWSWrite.requestWriteable(connection.wsi) }
             return 0
         }
-        if let (code, reason) = connection.closing {
-            LWSWrite.close(code: code, reason: reason, to: connection.wsi)
-            return -1
+        if connection.closing != nil {
+            guard connection.closeSentAt == nil else { return 0 }
+            return closeNow(connection, code: connection.closing!.code, reason: connection.closing!.reason)
         }
         return 0
+    }
+
+    /// How long a connection the server closed may take to answer with its close frame.
+    static let closeLingerMilliseconds: Int64 = 2_000
+
+    /// Writes the close frame now (nothing queued is sent after it). A closing handshake: the
+    /// connection stays open, its input read and discarded, until the client answers with its
+    /// close (`WebSocketRoute.peerClosing` ends it) or the liveness sweep drops it after
+    /// `closeLingerMilliseconds`. Closing at once would reset a socket the client is still writing
+    /// to, and the reset can swallow the close frame before the client reads why. Shutdown
+    /// (1001) does not linger: the context goes right after. Returns what WRITEABLE returns.
+    @discardableResult
+    func closeNow(_ connection: ShellConnection, code: Int, reason: String) -> Int32 {
+        if connection.closing == nil { connection.closing = (code, reason) }
+        connection.queue.removeAll()
+        LWSWrite.close(code: code, reason: reason, to: connection.wsi)
+        connection.closeSentAt = WallClock.nowMilliseconds()
+        // Read again if its budget had paused it (InboundThrottle): its close must be able to arrive.
+        LWSWrite.resumeReading(connection.wsi)
+        return code == CloseCode.goingAway.rawValue ? -1 : 0
     }
 
     /// A PING for a silent connection (liveness): now if nothing is ahead of it, else after the queue.

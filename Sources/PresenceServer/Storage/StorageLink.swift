@@ -6,16 +6,35 @@ import PresenceLoop
 /// (`StorageWriter`), records a heartbeat every second, and brings "durable up to N" back to the
 /// loop through the runtime's inbox, where the outbound path and the HTTP responder release the
 /// acknowledgements waiting for it. Without storage everything here is a no-op.
-final class StorageLink {
+///
+/// When commits fail (a full disk), the storage thread retries them with backoff and nothing is
+/// acknowledged meanwhile; `isFailing` turns on (one log line), the engine refuses client writes
+/// and onDisconnect registrations with `unavailable` (`Engine.setStorageUnavailable`) and the HTTP
+/// route refuses REST writes from their head (503), so clients retry later, while reads go on. The
+/// first commit that succeeds turns it off again (one log line) and releases the held
+/// acknowledgements.
+///
+/// Confinement: loop thread only; the storage thread only posts to the loop (hence
+/// `@unchecked Sendable`, as `LWSServer`).
+final class StorageLink: @unchecked Sendable {
     private let storage: (any StorageEngine)?
     private let logger: Logger
+    private let metrics: ServerMetrics
     private var writer: StorageWriter?
     private var heartbeat: LoopTimer?
+    private var engine: Engine?
+    /// Commits are failing: writes are refused until one succeeds (loop thread).
+    private(set) var isFailing = false
 
-    init(storage: (any StorageEngine)?, logger: Logger) {
+    init(storage: (any StorageEngine)?, logger: Logger, metrics: ServerMetrics) {
         self.storage = storage
         self.logger = logger
+        self.metrics = metrics
     }
+
+    /// What a REST client is told when its write arrives while commits fail (the engine says the
+    /// same to WebSocket clients).
+    static let unavailableMessage = "storage cannot take writes now (a commit failed, e.g. a full disk); nothing was written: retry later"
 
     /// Storage opened, restored, and its thread running (for `/readyz`).
     var isReady: Bool { storage == nil || writer != nil }
@@ -24,15 +43,12 @@ final class StorageLink {
     /// `durable` runs on the loop with each sequence storage reports durable.
     func start(engine: Engine, runtime: LoopRuntime, durable: @escaping @Sendable (UInt64) -> Void) {
         guard let storage else { return }
-        let logger = logger
+        self.engine = engine
         let writer = StorageWriter(
             storage: storage,
             onDurable: { sequence in runtime.post { durable(sequence) } },
-            onFailure: { error in
-                // Acknowledging writes that are not stored would lie to clients: stop instead.
-                logger.critical("storage failed, stopping: \(error)")
-                LWSServer.requestStop()
-            })
+            onFailure: { [unowned self] error in runtime.post { self.failed(error) } },
+            onRecovery: { [unowned self] seconds in runtime.post { self.recovered(after: seconds) } })
         writer.start()
         self.writer = writer
         _ = submit(engine)
@@ -48,6 +64,22 @@ final class StorageLink {
         return batch.sequence
     }
 
+    private func failed(_ error: any Error) {
+        guard !isFailing else { return }
+        isFailing = true
+        engine?.setStorageUnavailable("a commit failed, e.g. a full disk")
+        metrics.storageFailing.record(1)
+        logger.error("storage failed: \(error). Writes are refused with 'unavailable' (REST 503) until a commit succeeds; reads go on; retrying with backoff (up to 5 s)")
+    }
+
+    private func recovered(after seconds: Double) {
+        guard isFailing else { return }
+        isFailing = false
+        engine?.setStorageUnavailable(nil)
+        metrics.storageFailing.record(0)
+        logger.notice("storage recovered after \(Int(seconds.rounded())) s: writes are accepted again, and the held acknowledgements are sent")
+    }
+
     /// "Still alive at T", every second: after a crash, sessions count as ended there.
     private func beat() {
         guard let writer else { return }
@@ -60,7 +92,10 @@ final class StorageLink {
         guard let writer else { return }
         if let batch = engine.takeJournal() { writer.submit(batch) }
         writer.submit(StorageBatch(mutations: [.heartbeat(WallClock.nowMilliseconds())]))
-        writer.stop()
+        let outcome = writer.stop()
+        if outcome.unstoredBatches > 0 {
+            logger.critical("stopped with \(outcome.unstoredBatches) batches of changes not stored (\(outcome.lastError ?? "storage failing")); none of them was acknowledged to a client")
+        }
         self.writer = nil
         do {
             try storage?.close()

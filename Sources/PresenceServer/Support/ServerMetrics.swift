@@ -17,6 +17,10 @@ final class ServerMetrics {
     let writeToAck = CoreMetrics.Timer(label: "presence_write_to_ack_seconds")
     let writeToPush = CoreMetrics.Timer(label: "presence_write_to_push_seconds")
     let heldSessions = CoreMetrics.Gauge(label: "presence_ondisconnect_sessions_held")
+    /// 1 while storage commits fail (writes refused), else 0.
+    let storageFailing = CoreMetrics.Gauge(label: "presence_storage_failing")
+    /// Times a connection's reading was paused for going over its message budget.
+    let throttled = CoreMetrics.Counter(label: "presence_connections_throttled_total")
     private var closedByReason: [String: CoreMetrics.Counter] = [:]
     private var exported = Engine.Counters()
     private var exportedCounters: [String: CoreMetrics.Counter] = [:]
