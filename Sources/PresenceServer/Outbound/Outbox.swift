@@ -173,10 +173,13 @@ final class Outbox {
     /// gives the peer's code.
     func peerClosed(_ connection: ShellConnection, code: Int) {
         if connection.closing == nil { connection.closing = (code, "peer closed") }
+        // lws answers the close now: nothing may follow it.
+        _ = due.take(for: connection)
     }
 
     private func dropSlowReader(_ connection: ShellConnection) {
-        logger.warning("closing connection \(connection.id): it does not read fast enough (\(connection.queue.bytes) bytes queued)")
+        let queued = connection.queue.bytes + due.bytes(for: connection)
+        logger.warning("closing connection \(connection.id): it does not read fast enough (\(queued) bytes queued)")
         connection.queue.removeAll()
         _ = due.take(for: connection)
         connection.lane = DeliveryLane()
