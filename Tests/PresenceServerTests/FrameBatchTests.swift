@@ -41,7 +41,7 @@ import Testing
         #expect(parsed.allSatisfy { $0.fin && $0.opcode == 1 })
         for (index, got) in parsed.enumerated() { #expect(got.payload.allSatisfy { $0 == UInt8(0x30 + index) }) }
         #expect(batch.byteCount == sizes.reduce(0) { $0 + FrameBatch.headerCount($1) + $1 })
-        #expect(batch.payloadBytes == sizes.reduce(0, +) && batch.frames.count == sizes.count)
+        #expect(batch.payloadBytes == sizes.reduce(0, +) && batch.frameCount == sizes.count)
     }
 
     @Test func aBatchStaysWithinItsBudgetButTakesAnyFirstFrame() throws {

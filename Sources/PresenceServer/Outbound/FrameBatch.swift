@@ -5,39 +5,40 @@
 /// The frames are written here rather than by lws (it frames one message per `lws_write`): a
 /// server's frames are unmasked, a header of 2, 4 or 10 bytes then the payload (RFC 6455 §5.2),
 /// FIN set, opcode text; no extension is negotiated (the context offers none). The buffer and the
-/// list of frames keep their capacity from one batch to the next, so gathering allocates nothing.
+/// buffer keeps its capacity from one batch to the next, so gathering allocates nothing.
 /// Pure: the shell writes `wire` with one raw lws write.
 struct FrameBatch {
     /// Bytes one batch may take: lws sends at most its protocol's `tx_packet_size` (set to this)
     /// per `send`. A frame larger than this (none is: `FrameSplitter` cuts at 16 KiB) goes alone.
+    /// (A WebSocket tunnelled in an HTTP/2 stream cannot take raw bytes: the shell writes its
+    /// frames one by one instead.)
     static let budget = 32_768
 
-    /// The frames gathered, in order (for the counters, and to write them one by one where raw
-    /// bytes cannot go: a WebSocket tunnelled in an HTTP/2 stream).
-    private(set) var frames: [OutFrame] = []
     /// `OutFrame.headroom` bytes lws may use, then the frames as they go on the wire.
     private(set) var wire: [UInt8]
+    /// Frames gathered, and their payload bytes (for the counters).
+    private(set) var frameCount = 0
+    private(set) var payloadBytes = 0
 
     init() {
         wire = [UInt8](repeating: 0, count: OutFrame.headroom)
         wire.reserveCapacity(OutFrame.headroom + Self.budget + 16)
-        frames.reserveCapacity(64)
     }
 
-    var isEmpty: Bool { frames.isEmpty }
+    var isEmpty: Bool { frameCount == 0 }
     /// Bytes on the wire (headers and payloads).
     var byteCount: Int { wire.count - OutFrame.headroom }
-    var payloadBytes: Int { frames.reduce(0) { $0 + $1.payloadCount } }
 
     /// Whether `frame` may join: the first always does, the others while the batch stays within
     /// `budget`.
     func fits(_ frame: OutFrame) -> Bool {
-        frames.isEmpty || byteCount + Self.headerCount(frame.payloadCount) + frame.payloadCount <= Self.budget
+        frameCount == 0 || byteCount + Self.headerCount(frame.payloadCount) + frame.payloadCount <= Self.budget
     }
 
     mutating func append(_ frame: OutFrame) {
-        frames.append(frame)
+        frameCount += 1
         let count = frame.payloadCount
+        payloadBytes += count
         wire.append(0x81) // FIN, text
         if count < 126 {
             wire.append(UInt8(count))
@@ -49,7 +50,9 @@ struct FrameBatch {
             wire.append(127)
             for shift in stride(from: 56, through: 0, by: -8) { wire.append(UInt8(truncatingIfNeeded: count >> shift)) }
         }
-        wire.append(contentsOf: frame.storage[OutFrame.headroom...])
+        frame.storage.withUnsafeBufferPointer { storage in
+            wire.append(contentsOf: UnsafeBufferPointer(rebasing: storage[OutFrame.headroom...]))
+        }
     }
 
     /// The wire bytes, for the one write (headroom first).
@@ -65,7 +68,8 @@ struct FrameBatch {
         } else {
             wire.removeLast(wire.count - OutFrame.headroom)
         }
-        frames.removeAll(keepingCapacity: frames.capacity <= 1_024)
+        frameCount = 0
+        payloadBytes = 0
     }
 
     /// The header's length for a payload of `count` bytes.

@@ -20,9 +20,11 @@ final class Outbox {
     private let metrics: ServerMetrics
     private let table: ConnectionTable
     private let streams: EventStreams
-    private var order = DeliveryOrder<UInt64>()
-    private var due = DueFrames<ShellConnection>()
-    private var batch = FrameBatch()
+    // Touched for every push and every send on the loop thread, never re-entrantly: no dynamic
+    // exclusivity checks (they cost about as much as the rest of a push's bookkeeping).
+    @exclusivity(unchecked) private var order = DeliveryOrder<UInt64>()
+    @exclusivity(unchecked) private var due = DueFrames<ShellConnection>()
+    @exclusivity(unchecked) private var batch = FrameBatch()
     private var dropped: [UInt64] = []
     /// lws timeouts were set outside an lws callback (at the turn's end): lws must be woken to arm
     /// them (`LoopRuntime.wake`).
@@ -109,17 +111,30 @@ final class Outbox {
     }
 
     private func flush(_ frames: DueFrames<ShellConnection>.Chain, to connection: ShellConnection) {
-        guard connection.closeSentAt == nil, table[connection.id] === connection else { return }
         var frames = frames
         var next = frames.next()
-        if connection.queue.isEmpty, !LWSWrite.isBuffered(connection.wsi) {
-            batch.reset()
-            while let frame = next, batch.fits(frame) {
-                batch.append(frame)
-                next = frames.next()
+        // Nothing left (taken out since: queued by a WRITEABLE, dropped, closed).
+        guard next != nil, connection.closeSentAt == nil else { return }
+        let wsi = connection.wsi
+        if connection.queue.isEmpty, !LWSWrite.isBuffered(wsi) {
+            var written: Bool
+            if LWSWrite.isTunnelled(wsi) {
+                written = true
+                while written, let frame = next {
+                    written = LWSWrite.text(frame, to: wsi)
+                    if written { countSent(frames: 1, bytes: frame.payloadCount, on: connection) }
+                    next = frames.next()
+                }
+            } else {
+                batch.reset()
+                while let frame = next, batch.fits(frame) {
+                    batch.append(frame)
+                    next = frames.next()
+                }
+                written = writeBatch(to: connection)
             }
-            guard write(batch: &batch, to: connection) else {
-                LWSWrite.drop(connection.wsi)
+            guard written else {
+                LWSWrite.drop(wsi)
                 needsLWSWake = true
                 return
             }
@@ -129,23 +144,19 @@ final class Outbox {
             connection.queue.append(frame)
             next = frames.next()
         }
-        if connection.queue.exceeds(maxQueuedBytes) { dropSlowReader(connection) } else { LWSWrite.requestWriteable(connection.wsi) }
+        if connection.queue.exceeds(maxQueuedBytes) { dropSlowReader(connection) } else { LWSWrite.requestWriteable(wsi) }
     }
 
-    /// Writes the batch: one raw send, or one lws write per frame where raw bytes cannot go.
-    private func write(batch: inout FrameBatch, to connection: ShellConnection) -> Bool {
-        if LWSWrite.isTunnelled(connection.wsi) {
-            for frame in batch.frames {
-                guard LWSWrite.text(frame, to: connection.wsi) else { return false }
-                countSent(frame, on: connection)
-                metrics.socketWrites.increment()
-            }
-            return true
-        }
+    /// Writes the batch in one raw send. False when lws failed.
+    private func writeBatch(to connection: ShellConnection) -> Bool {
         guard LWSWrite.frames(&batch, to: connection.wsi) else { return false }
-        for frame in batch.frames { countSent(frame, on: connection) }
-        metrics.socketWrites.increment()
+        countSent(frames: batch.frameCount, bytes: batch.payloadBytes, on: connection)
         return true
+    }
+
+    /// The socket closed: its frames due this turn go nowhere.
+    func closed(_ connection: ShellConnection) {
+        _ = due.take(for: connection)
     }
 
     /// Storage made every step up to `sequence` durable: release the acks held for them, and what
@@ -211,13 +222,19 @@ final class Outbox {
             if !connection.queue.isEmpty { LWSWrite.requestWriteable(connection.wsi) }
             return 0
         }
-        if !connection.queue.isEmpty {
-            batch.reset()
-            while let frame = connection.queue.first, batch.fits(frame) {
-                batch.append(frame)
+        if let first = connection.queue.first {
+            if LWSWrite.isTunnelled(connection.wsi) {
                 _ = connection.queue.popFirst()
+                guard LWSWrite.text(first, to: connection.wsi) else { return -1 }
+                countSent(frames: 1, bytes: first.payloadCount, on: connection)
+            } else {
+                batch.reset()
+                while let frame = connection.queue.first, batch.fits(frame) {
+                    batch.append(frame)
+                    _ = connection.queue.popFirst()
+                }
+                guard writeBatch(to: connection) else { return -1 }
             }
-            guard write(batch: &batch, to: connection) else { return -1 }
             if !connection.queue.isEmpty || connection.closing != nil { LWSWrite.requestWriteable(connection.wsi) }
             return 0
         }
@@ -271,11 +288,12 @@ final class Outbox {
         metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 
-    private func countSent(_ frame: OutFrame, on connection: ShellConnection) {
-        connection.bytesOut += frame.payloadCount
-        bytesSent += frame.payloadCount
-        messagesSent += 1
-        metrics.bytesOut.increment(by: frame.payloadCount)
-        metrics.messagesOut.increment()
+    private func countSent(frames: Int, bytes: Int, on connection: ShellConnection) {
+        connection.bytesOut += bytes
+        bytesSent += bytes
+        messagesSent += frames
+        metrics.bytesOut.increment(by: bytes)
+        metrics.messagesOut.increment(by: frames)
+        metrics.socketWrites.increment()
     }
 }
