@@ -30,6 +30,18 @@ import Testing
         #expect(sent == 30, "2,000 tokens are 30 whole messages of 1 MiB")
     }
 
+    @Test func messagesCostTheLoopTimeTheirHandlingTook() {
+        #expect(MessageBudget.cost(bytes: 0, endsMessage: true, handlingNanoseconds: 100_000) == 2)
+        // A read that held the loop for 300 ms costs 3,001 tokens: past a 2,000 burst, so the bucket
+        // goes below zero and reading stays paused until it has refilled that debt (about 1.1 s at
+        // 1,000 a second, plus the tenth of a second's worth resumption waits for).
+        var budget = MessageBudget(perSecond: 1_000, burst: 2_000, now: 0)
+        #expect(!spends(&budget, MessageBudget.cost(bytes: 0, endsMessage: true, handlingNanoseconds: 300_000_000), now: 0))
+        #expect(budget.resumeAt(now: 0) == 1_101)
+        #expect(!spends(&budget, now: 1_000))
+        #expect(spends(&budget, now: 1_200))
+    }
+
     @Test func zeroMeansUnlimited() {
         var budget = MessageBudget(perSecond: 0, burst: 1, now: 0)
         #expect(!budget.isLimited)

@@ -7,9 +7,14 @@ import socket
 import time
 
 
-def upgrade(host, port, path="/.ws?v=5&ns=demo", wrap=None, timeout=5):
-    """A raw WebSocket connection (upgrade done): (socket, bytes read after the 101)."""
-    sock = socket.create_connection((host, port), timeout=timeout)
+def upgrade(host, port, path="/.ws?v=5&ns=demo", wrap=None, timeout=5, rcvbuf=None):
+    """A raw WebSocket connection (upgrade done): (socket, bytes read after the 101). `rcvbuf`
+    sets SO_RCVBUF before connecting (a client that reads slowly)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(timeout)
+    sock.connect((host, port))
     if wrap:
         sock = wrap(sock)
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
@@ -25,6 +30,23 @@ def upgrade(host, port, path="/.ws?v=5&ns=demo", wrap=None, timeout=5):
     head, rest = data.split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.1 101"), head
     return sock, rest
+
+
+def read_to_close(sock, timeout=15):
+    """Everything the server sends until it closes: (bytes, True when closed, "reset" when reset,
+    False when still open after `timeout`)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            return data, False
+        except ConnectionResetError:
+            return data, "reset"
+        if not chunk:
+            return data, True
+        data += chunk
 
 
 def frame(opcode, payload=b"", fin=True, rsv=0, masked=True, length=None):

@@ -25,12 +25,13 @@ final class InboundThrottle {
 
     var pausedCount: Int { paused.count }
 
-    /// Charges `bytes` (and a message, when it `ends` one) to the connection; pauses reading from
-    /// it when its budget is exhausted.
-    func charge(_ connection: ShellConnection, bytes: Int, endsMessage: Bool) {
+    /// Charges `bytes` (and a message, when it `ends` one, with the loop time its handling took)
+    /// to the connection; pauses reading from it when its budget is exhausted.
+    func charge(_ connection: ShellConnection, bytes: Int, endsMessage: Bool, handlingNanoseconds: UInt64) {
         guard connection.budget.isLimited else { return }
         let now = WallClock.nowMilliseconds()
-        guard !connection.budget.spend(MessageBudget.cost(bytes: bytes, endsMessage: endsMessage), now: now),
+        let cost = MessageBudget.cost(bytes: bytes, endsMessage: endsMessage, handlingNanoseconds: handlingNanoseconds)
+        guard !connection.budget.spend(cost, now: now),
               paused[connection.id] == nil else { return }
         let resumeAt = connection.budget.resumeAt(now: now)
         paused[connection.id] = resumeAt
@@ -38,7 +39,7 @@ final class InboundThrottle {
         metrics.throttled.increment()
         if !connection.wasThrottled {
             connection.wasThrottled = true
-            if let line = logs.note("connection \(connection.id) (\(connection.remote)) sends more than \(connection.budget.perSecond) messages a second (burst \(connection.budget.burst)): reading from it is paused until its budget refills", now: now) {
+            if let line = logs.note("connection \(connection.id) (\(connection.remote)) sends more than \(connection.budget.perSecond) messages a second (burst \(connection.budget.burst); a message costs more the more it carries or the longer the server works on it): reading from it is paused until its budget refills", now: now) {
                 logger.notice("\(line)")
             }
         }

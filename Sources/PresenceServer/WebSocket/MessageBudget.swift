@@ -1,6 +1,10 @@
 /// One connection's budget of inbound messages (`--max-messages-per-second`, `--message-burst`):
 /// a token bucket that refills at `perSecond` up to `burst`. A message costs one token plus one
-/// per 16 KiB (so large messages cannot bypass it). When a message leaves the bucket empty, the
+/// per 16 KiB (so large messages cannot bypass it), plus one per 100 µs the loop spent handling it
+/// (so cheap messages that make the server work hard, a read of a big subtree or a write that
+/// moves thousands of queries, cannot take the loop from everyone else: at the default 1,000 a
+/// second, one connection gets at most about a tenth of the loop). One costly message can take the
+/// bucket below zero; it then refills from there. When a message leaves the bucket empty, the
 /// shell stops reading from the connection (lws rx flow control) until `resumeAt`: the client is
 /// slowed by TCP backpressure, never disconnected, and what it sent is handled in order later.
 /// Pure: the shell passes the time.
@@ -22,8 +26,11 @@ struct MessageBudget {
     /// Off when `perSecond` is 0.
     var isLimited: Bool { perSecond > 0 }
 
-    static func cost(bytes: Int, endsMessage: Bool) -> Double {
+    static let handlingNanosecondsPerToken: UInt64 = 100_000
+
+    static func cost(bytes: Int, endsMessage: Bool, handlingNanoseconds: UInt64 = 0) -> Double {
         (endsMessage ? 1 : 0) + Double(bytes) / Double(bytesPerToken)
+            + Double(handlingNanoseconds) / Double(handlingNanosecondsPerToken)
     }
 
     /// Spends `cost`; false when the budget is now exhausted (stop reading until `resumeAt`).

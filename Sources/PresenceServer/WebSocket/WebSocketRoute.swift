@@ -105,12 +105,19 @@ final class WebSocketRoute {
         metrics.bytesIn.increment(by: length)
         let fragment = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
         let messageEnds = LWSRead.messageEnds(wsi)
-        defer { if connection.closing == nil { throttle.charge(connection, bytes: length, endsMessage: messageEnds) } }
+        var handlingNanoseconds: UInt64 = 0
+        defer {
+            if connection.closing == nil {
+                throttle.charge(connection, bytes: length, endsMessage: messageEnds, handlingNanoseconds: handlingNanoseconds)
+            }
+        }
         switch connection.receiver.receive(fragment, messageEnds: messageEnds, announced: LWSRead.remainingInFrame(wsi)) {
         case .nothing:
             break
         case .message(let bytes):
+            let started = MonotonicClock.nanoseconds()
             handle(bytes, on: connection)
+            handlingNanoseconds = MonotonicClock.nanoseconds() &- started
         case .tooLarge:
             let limit = configuration.maxMessageBytes
             refuse(connection, .messageTooBig, reason: "message larger than \(limit) bytes", log: "sent a message over \(limit) bytes")
