@@ -91,8 +91,9 @@ let package = Package(
                 .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv", "-Xlinker", "--export-dynamic-symbol=SSL_read"]),
             ]
         ),
-        // One event loop: a libuv loop the process owns, lws on it, timers, a cross-thread inbox,
-        // shutdown. Shared by the server and any other event source on its thread.
+        // One event loop: a libuv loop the runtime owns, lws on it, timers, a cross-thread inbox,
+        // signals, shutdown, on the caller's thread or one of its own. Shared by the server (and
+        // any other event source on its thread), the client transport and the bench's echo server.
         .target(name: "PresenceLoop", dependencies: ["CLibWebSockets", "CLibUV"], swiftSettings: strict),
         // The thin I/O shell around libwebsockets.
         .target(
@@ -113,7 +114,7 @@ let package = Package(
         // Client library: an lws client transport and the connection state machine.
         .target(
             name: "PresenceClient",
-            dependencies: ["PresenceCore", "PresenceWire", "CLibWebSockets"],
+            dependencies: ["PresenceCore", "PresenceWire", "PresenceLoop", "CLibWebSockets"],
             swiftSettings: strict
         ),
         .target(name: "PresenceTesting", dependencies: ["PresenceCore", "PresenceWire"], swiftSettings: strict),
@@ -140,7 +141,7 @@ let package = Package(
         .executableTarget(
             name: "presence-bench",
             dependencies: [
-                "PresenceClient", "PresenceCore", "PresenceStorage", "CLibWebSockets", "CEpoll",
+                "PresenceClient", "PresenceCore", "PresenceStorage", "PresenceLoop", "CLibWebSockets", "CEpoll",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -160,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "PresenceAuthTests",
             dependencies: [
-                "PresenceAuth", "PresenceCore",
+                "PresenceAuth", "PresenceCore", "PresenceTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),

@@ -1,5 +1,6 @@
 import CLibUV
 import CLibWebSockets
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -14,10 +15,13 @@ import Glibc
 /// handles in an `onShutdown` hook. The runtime knows nothing about servers, protocols or sockets.
 ///
 /// Lifecycle, all on one thread: `init`, `createContext` (lws starts listening), `run()` (returns
-/// when everything on the loop is closed), and from inside the loop `shutdown(after:)`.
+/// when everything on the loop is closed), and from inside the loop `shutdown(afterMicroseconds:)`.
+/// The server runs it on its main thread; the client transport and the bench's echo server on a
+/// thread of its own (`startThread`, `LoopThread.swift`), stopped from any thread with
+/// `requestStop`.
 ///
-/// Confinement: everything except `post`, `wake` and `wakeFromSignal` is loop-thread only; hence
-/// `@unchecked Sendable`.
+/// Confinement: everything except `post`, `wake`, `wakeFromSignal`, `requestStop`, `waitStopped`
+/// and `isOnLoopThread` is loop-thread only; hence `@unchecked Sendable`.
 public final class LoopRuntime: @unchecked Sendable {
     public enum Failure: Error, CustomStringConvertible {
         case loop(String)
@@ -45,6 +49,19 @@ public final class LoopRuntime: @unchecked Sendable {
     /// Set when the context is being destroyed: timers and wakes stop.
     public private(set) var isShuttingDown = false
     private var loopClosed = false
+    /// Memory lws keeps pointers to (`keep`, `LoopRuntime+Keep.swift`), freed with the runtime.
+    var releases: [() -> Void] = []
+    /// The libuv signal watchers (`handleSignals`), closed when the shutdown begins.
+    var signalWatchers: [UnsafeMutablePointer<uv_signal_t>] = []
+    /// The thread running the loop (`pthread_t` bits), 0 before `run()` or `startThread`.
+    let loopThread = Atomic<UInt>(0)
+    /// `startThread`: signalled when its thread has finished.
+    let threadExited = DispatchSemaphore(value: 0)
+    /// `startThread` was called / its thread has finished.
+    let threadStarted = Atomic<Bool>(false)
+    let threadFinished = Atomic<Bool>(false)
+    /// A stop asked for from any thread (`requestStop`): its delay in µs, -1 while none.
+    private let stopDelay = Atomic<Int64>(-1)
     /// The context signal handlers wake (`lws_cancel_service` is async-signal-safe).
     private static let signalContext = Atomic<UInt>(0)
 
@@ -68,6 +85,7 @@ public final class LoopRuntime: @unchecked Sendable {
         uvLoop.deallocate()
         contextSlot.deallocate()
         foreignLoops.deallocate()
+        for release in releases { release() }
     }
 
     /// The lws context, until lws has destroyed it.
@@ -92,6 +110,8 @@ public final class LoopRuntime: @unchecked Sendable {
         }
         contextSlot.pointee = context
         inbox.open(context)
+        // Jobs posted before the context existed were dropped; a stop asked for meanwhile is not.
+        if stopDelay.load(ordering: .acquiring) >= 0 { lws_cancel_service(context) }
         return context
     }
 
@@ -136,11 +156,21 @@ public final class LoopRuntime: @unchecked Sendable {
         inbox.wake()
     }
 
+    /// Any thread: `shutdown(afterMicroseconds:)` on the loop's next wake, after the jobs posted
+    /// before. The owner's goodbyes belong in its own stop (the server closes its connections
+    /// first); this is the plain stop of a loop on its own thread (`startThread`).
+    public func requestStop(afterMicroseconds microseconds: Int64 = 1) {
+        _ = stopDelay.compareExchange(expected: -1, desired: max(1, microseconds), ordering: .acquiringAndReleasing)
+        inbox.wake()
+    }
+
     /// Loop thread, from the lws callback on `LWS_CALLBACK_EVENT_WAIT_CANCELLED` (lws sends it to
     /// every protocol of every vhost, and sometimes for nothing: call it from one place, and expect
-    /// empty drains): runs the posted jobs in order.
+    /// empty drains): runs the posted jobs in order, then a stop `requestStop` asked for.
     public func serviceWake() {
         for job in inbox.take() { job() }
+        let delay = stopDelay.load(ordering: .acquiring)
+        if delay >= 0 { shutdown(afterMicroseconds: delay) }
     }
 
     /// Loop thread: run work that a non-lws event source (a libuv handle of its own) triggered.
@@ -182,11 +212,14 @@ public final class LoopRuntime: @unchecked Sendable {
     /// lws's destroy runs inside the loop; lws then closes its handles, and `run()` returns once
     /// nothing is left on the loop.
     public func shutdown(afterMicroseconds microseconds: Int64) {
-        guard shutdownTimer == nil, !isShuttingDown else { return }
+        guard !isStopping else { return }
         let timer = makeTimer { [unowned self] in destroyContext() }
         shutdownTimer = timer
         timer.schedule(afterMicroseconds: microseconds)
     }
+
+    /// True from the moment `shutdown(afterMicroseconds:)` was called: the owner takes no new work.
+    public var isStopping: Bool { shutdownTimer != nil || isShuttingDown }
 
     private func destroyContext() {
         guard !isShuttingDown, let context = contextSlot.pointee else { return }
@@ -194,6 +227,7 @@ public final class LoopRuntime: @unchecked Sendable {
         Self.signalContext.store(0, ordering: .releasing)
         inbox.close()
         for timer in timers { timer.cancel() }
+        closeSignalWatchers()
         for hook in shutdownHooks { hook() }
         shutdownHooks = []
         // Last turn-end work (the goodbyes' frames), then the handle goes: the loop must empty.
@@ -211,6 +245,7 @@ public final class LoopRuntime: @unchecked Sendable {
     /// Returns 0, or the libuv error of closing a loop that still had handles.
     @discardableResult
     public func run() -> Int32 {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
         uv_run(uvLoop, UV_RUN_DEFAULT)
         // With a foreign loop lws finishes destroying inside the loop; this is for the case it
         // could not (it then needs a call from outside).

@@ -8,7 +8,7 @@ public final class EngineHarness {
     public let engine: Engine
     public let clock: ManualClock
     private var outboxes: [ConnectionID: [String]] = [:]
-    private var closes: [ConnectionID: (code: Int, reason: String)] = [:]
+    private var closes: [ConnectionID: (code: CloseCode, reason: String)] = [:]
     private var nextID: UInt64 = 1
     private var nextSession = 1
 
@@ -71,7 +71,7 @@ public final class EngineHarness {
     }
 
     /// The close the engine asked for on `id`, if any.
-    public func closeRequest(_ id: ConnectionID) -> (code: Int, reason: String)? { closes[id] }
+    public func closeRequest(_ id: ConnectionID) -> (code: CloseCode, reason: String)? { closes[id] }
 
     public var sessionIDs: [ConnectionID: String] = [:]
 

@@ -8,12 +8,28 @@ public struct FrameAssembler: Sendable {
         case nothing
     }
 
+    /// What a server takes by default (`presence-server --max-message-bytes`), and what a client
+    /// sends at most until told otherwise.
+    public static let defaultMaxMessageBytes = 1 << 20
+
     public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         case tooLarge(limit: Int)
+        /// Also the reason of the server's 1009 close, which clients read back (`init(reason:)`).
         public var description: String {
             switch self {
             case .tooLarge(let limit): return "message larger than \(limit) bytes"
             }
+        }
+
+        /// The failure a close reason states (`description` read back): how a client learns the
+        /// server's limit. Nil for any other text, or a limit that is not a positive number.
+        public init?(reason: String) {
+            let prefix = "message larger than ", suffix = " bytes"
+            guard reason.hasPrefix(prefix), reason.hasSuffix(suffix),
+                  reason.utf8.count > prefix.utf8.count + suffix.utf8.count else { return nil }
+            let digits = reason.dropFirst(prefix.count).dropLast(suffix.count)
+            guard digits.allSatisfy(\.isASCII), let limit = Int(digits), limit > 0 else { return nil }
+            self = .tooLarge(limit: limit)
         }
     }
 

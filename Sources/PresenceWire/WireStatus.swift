@@ -67,10 +67,22 @@ public enum WireStatus: String, Sendable, CaseIterable {
         }
     }
 
-    /// `failure(for:)` with the status as its wire string.
-    public static func status(for error: EngineError) -> (status: String, message: String) {
-        let (status, message) = failure(for: error)
-        return (status.rawValue, message)
+    /// The engine error a client reads from a refusal with this status and `message` (the reverse
+    /// of `failure(for:)`). Exhaustive both ways, so a new engine error or status stops the build
+    /// here. A rate-limited refusal's wait is only in its message ("try again in 1:45"); REST
+    /// carries it as `Retry-After`.
+    public func error(message: String) -> EngineError {
+        switch self {
+        case .permissionDenied: return .permissionDenied
+        case .invalidData: return .invalidData(message)
+        case .invalidToken: return .invalidToken(message)
+        case .expiredToken: return .expiredToken(message)
+        case .dataStale: return .dataStale
+        case .tooBig: return .tooBig(message)
+        case .notSupported: return .notSupported(message)
+        case .unavailable: return .unavailable(message)
+        case .rateLimited: return .rateLimited(message, retryAfterMilliseconds: nil)
+        }
     }
 
     /// The HTTP status of a REST response (and of a stream refused at open) carrying this error.

@@ -345,7 +345,7 @@ struct ChurnCommand: ParsableCommand {
         let st = ChurnState(proto: proto, users: users, watchers: watchers, subs: subscriptions, rate: rate, hold: hold,
                             abortFraction: abortFraction, offlineTimeout: offlineTimeout + grace)
         let sources = (0..<max(1, server.sourceAddresses)).map { server.source($0) }
-        let client = WebSocketClient(configuration: server.clientConfiguration(tickMicros: 1000).with(subprotocol: proto == .mqtt ? "mqtt" : nil)) { client, event in
+        let client = try WebSocketClient(configuration: server.clientConfiguration(tickMicros: 1000).with(subprotocol: proto == .mqtt ? "mqtt" : nil)) { client, event in
             switch event {
             case .connected(let id): st.onConnected(client, id)
             case .connectFailed(let id, let reason): st.onConnectFailed(id, reason)
@@ -395,9 +395,9 @@ struct ChurnCommand: ParsableCommand {
         let srv1 = server.serverPid.flatMap(processCPU)
         let rss = server.serverPid.flatMap(processRSS)
         let graceMicros = grace * 1e6
-        let result = Box<[(String, JSON)]>([])
+        let result = Box<[(String, ReportJSON)]>([])
         client.perform {
-            func minusGrace(_ s: inout LatencySamples) -> JSON {
+            func minusGrace(_ s: inout LatencySamples) -> ReportJSON {
                 guard s.count > 0 else { return .null }
                 return .object([("p50_us", .double(s.percentile(0.5)! - graceMicros)), ("p99_us", .double(s.percentile(0.99)! - graceMicros)),
                                 ("p999_us", .double(s.percentile(0.999)! - graceMicros)), ("max_us", .double(s.percentile(1)! - graceMicros))])
@@ -432,7 +432,7 @@ struct ChurnCommand: ParsableCommand {
         while client.statistics.open > 0, monotonicMicros() < closeEnd { usleep(10_000) }
         client.shutdown()
         let genCPU = cpu1.user + cpu1.system - cpu0.user - cpu0.system
-        var fields: [(String, JSON)] = [
+        var fields: [(String, ReportJSON)] = [
             ("scenario", .string(proto == .rtdb ? "churn" : "mqtt-churn")),
             ("url", .string(endpoint.description)),
             ("users", .int(users)), ("watchers", .int(watchers)), ("subscriptions", .int(subscriptions)),

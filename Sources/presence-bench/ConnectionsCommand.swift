@@ -84,7 +84,7 @@ struct ConnectionsCommand: ParsableCommand {
         guard count > 0, count < 20_000 else { throw ValidationError("--count must be in 1..<20000 (fd limit)") }
         let st = ConnState(count: count)
         let rssBefore = baselineRss ?? server.serverPid.flatMap(processRSS)
-        let client = WebSocketClient(configuration: server.clientConfiguration()) { client, event in
+        let client = try WebSocketClient(configuration: server.clientConfiguration()) { client, event in
             switch event {
             case .connected(let id):
                 guard let k = st.index[id] else { return }
@@ -155,7 +155,7 @@ struct ConnectionsCommand: ParsableCommand {
         let serverCPU = server.serverPid.flatMap(processCPU)
         let openBeforeClose = client.statistics.open
         // Snapshot loop-confined numbers on the loop.
-        let snapshot = Box<[(String, JSON)]>([])
+        let snapshot = Box<[(String, ReportJSON)]>([])
         client.perform {
             snapshot.value = [
                 ("handshake_since_start", st.handshakeLatency.summary()),
@@ -183,7 +183,7 @@ struct ConnectionsCommand: ParsableCommand {
         let stillOpen = client.statistics.open
         client.shutdown()
         let cpu = selfCPU()
-        var fields: [(String, JSON)] = [
+        var fields: [(String, ReportJSON)] = [
             ("scenario", .string("connections")),
             ("url", .string(endpoint.description)),
             ("count", .int(count)),

@@ -16,24 +16,19 @@ struct EchoServerCommand: ParsableCommand {
     @Option(help: "Stop by itself after this many seconds.") var duration: Double = 300
     @Option(help: "Server validity policy: seconds idle before lws PINGs (0 = off).") var ping: UInt16 = 0
     @Option(help: "Server validity policy: seconds idle before lws hangs up (0 = off).") var hangup: UInt16 = 0
-    @Flag(help: "Use the default poll() backend instead of libuv.") var poll = false
 
     func run() throws {
         var o = EchoServer.Options()
         o.port = port
-        o.libuv = !poll
+        o.stopOnSignals = true
         o.pingSeconds = ping
         o.hangupSeconds = hangup
-        let server = EchoServer(options: o)
-        // Under libuv, lws owns SIGINT/SIGTERM (EchoServer routes them to requestStop); with
-        // poll, dispatch sources do it.
-        let sources = poll ? installStopSignals { server.requestStop() } : []
+        let server = try EchoServer(options: o)
         let t0 = monotonicMicros()
         guard server.startOnThread() else { throw ValidationError("could not listen on port \(port)") }
-        log("echo-server listening on port \(server.port) (\(o.libuv ? "libuv" : "poll"))")
+        log("echo-server listening on port \(server.port) (libuv)")
         DispatchQueue.global().asyncAfter(deadline: .now() + duration) { server.requestStop() }
         server.waitStopped()
-        _ = sources
         let cpu = selfCPU()
         printResult([
             ("scenario", .string("echo-server")),
@@ -43,17 +38,6 @@ struct EchoServerCommand: ParsableCommand {
             ("cpu_system_s", .double(cpu.system)),
             ("counters", server.counters.json()),
         ])
-    }
-}
-
-/// Routes SIGINT/SIGTERM to `stop` through dispatch sources (no C signal-handler globals).
-func installStopSignals(_ stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-    [SIGINT, SIGTERM].map { sig in
-        signal(sig, SIG_IGN)
-        let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        s.setEventHandler(handler: stop)
-        s.resume()
-        return s
     }
 }
 
@@ -89,15 +73,12 @@ struct EchoCeilingCommand: ParsableCommand {
     @Option(help: "Warm-up seconds (not measured).") var warmup: Double = 1
     @Option(help: "Message size in bytes.") var size = 64
     @Option(help: "PID of the server, to report its CPU per message.") var serverPid: Int32?
-    @Flag(help: "Use the poll() backend in the client.") var poll = false
 
     func run() throws {
         guard let endpoint = WebSocketURL(url) else { throw ValidationError("bad --url \(url)") }
         guard connections > 0, connections < 20_000 else { throw ValidationError("--connections out of range") }
         let st = CeilingState(connections: connections, size: size)
-        var cfg = WebSocketClientConfiguration()
-        cfg.eventLoop = poll ? .poll : .libuv
-        let client = WebSocketClient(configuration: cfg) { client, event in
+        let client = try WebSocketClient { client, event in
             switch event {
             case .connected(let id):
                 st.connected.wrappingAdd(1, ordering: .relaxed)
@@ -150,7 +131,7 @@ struct EchoCeilingCommand: ParsableCommand {
         client.shutdown()
         let measured = st.measured
         let rate = Double(measured) / elapsed
-        var fields: [(String, JSON)] = [
+        var fields: [(String, ReportJSON)] = [
             ("scenario", .string("echo-ceiling")),
             ("url", .string(url)),
             ("connections", .int(connections)),

@@ -3,19 +3,22 @@ import Dispatch
 import Foundation
 import Glibc
 import PresenceClient
+import PresenceLoop
 import Synchronization
 
 /// A minimal lws echo server with the same pattern as a real one: one context on one thread (the
-/// client transport's ``LoopRuntime``: libuv backend, `lws_cancel_service` wake-up, two-stage
-/// destroy from inside the loop), per-session `UInt64` id into a Swift table, an outbound queue
-/// with one `lws_write` per `SERVER_WRITEABLE`, rx flow control at a high-water mark.
+/// server's `PresenceLoop.LoopRuntime` on a thread of its own: a libuv loop lws joins,
+/// `lws_cancel_service` wake-up, destroy from inside the loop), per-session `UInt64` id into a
+/// Swift table, an outbound queue with one `lws_write` per `SERVER_WRITEABLE`, rx flow control at
+/// a high-water mark.
 ///
 /// The text message `__stats__` is answered with the counters as JSON instead of being echoed.
 final class EchoServer: @unchecked Sendable {
     struct Options: Sendable {
         /// 0 picks a free port (see ``EchoServer/port``).
         var port: Int32 = 9100
-        var libuv = true
+        /// SIGINT and SIGTERM stop it (the `echo-server` command; not inside `selftest`).
+        var stopOnSignals = false
         var pingSeconds: UInt16 = 0
         var hangupSeconds: UInt16 = 0
         var rxBufferSize = 4096
@@ -41,7 +44,7 @@ final class EchoServer: @unchecked Sendable {
             set { userAgent.withLock { $0 = newValue } }
         }
 
-        func json() -> JSON {
+        func json() -> ReportJSON {
             .object([
                 ("established", .int(established.load(ordering: .relaxed))),
                 ("closed", .int(closed.load(ordering: .relaxed))),
@@ -56,7 +59,7 @@ final class EchoServer: @unchecked Sendable {
 
     let options: Options
     let counters = Counters()
-    private let runtime = LoopRuntime()
+    private let runtime: LoopRuntime
     private let listeningPort = Atomic<Int>(0)
 
     // Loop-confined.
@@ -71,49 +74,63 @@ final class EchoServer: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private let pre = Int(lwss_pre())
 
-    init(options: Options) { self.options = options }
+    init(options: Options) throws(LoopRuntime.Failure) {
+        self.options = options
+        runtime = try LoopRuntime()
+    }
 
     /// The port it listens on (the one picked by the system when `options.port` is 0).
     var port: Int { listeningPort.load(ordering: .acquiring) }
 
     /// Runs the server on its own thread; returns once it listens (false if it could not start).
     func startOnThread() -> Bool {
-        var setup = LoopRuntime.Setup()
-        setup.eventLoop = options.libuv ? .libuv : .poll
-        setup.threadName = "echo-server"
-        setup.protocolName = "echo"
-        setup.perSessionDataSize = MemoryLayout<UInt64>.size
-        setup.rxBufferSize = options.rxBufferSize
-        setup.onSignal = { [self] _ in requestStop() }  // lws owns SIGINT/SIGTERM under libuv
-        setup.configure = { [options] runtime, info in
-            info.port = options.port
-            if options.pingSeconds > 0 || options.hangupSeconds > 0 {
-                info.retry_and_idle_policy = runtime.keepRetryPolicy(ping: options.pingSeconds, hangup: options.hangupSeconds)
-            }
-        }
-        setup.onStart = { [self] in
-            if let context = runtime.context, let vhost = lws_get_vhost_by_name(context, "default") {
-                listeningPort.store(Int(lws_get_vhost_listen_port(vhost)), ordering: .releasing)
-            }
-        }
-        setup.callback = { [self] wsi, reason, pss, input, length in handle(wsi, reason, pss, input, length) }
         do {
-            try runtime.start(setup)
+            try runtime.startThread(name: "echo-server") { [self] () throws(LoopRuntime.Failure) in
+                try createContext()
+            }
             return true
         } catch {
             return false
         }
     }
 
-    /// Asks the loop to stop (any thread).
-    func requestStop() { runtime.requestStop() }
+    /// Asks the loop to stop (any thread): lws's destroy begins inside the loop 1 µs later.
+    func requestStop() { runtime.requestStop(afterMicroseconds: 1) }
 
     /// Waits until the loop has stopped.
     func waitStopped() { runtime.waitStopped() }
 
-    private func handle(_ wsi: OpaquePointer, _ reason: lws_callback_reasons,
-                        _ pss: UnsafeMutableRawPointer?, _ inp: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
+    /// Loop thread: the listening context, its port, the signals.
+    private func createContext() throws(LoopRuntime.Failure) {
+        var info = lws_context_creation_info()
+        info.port = options.port
+        info.protocols = runtime.keepProtocol(name: "echo", callback: echoServerCallback,
+                                              perSessionDataSize: MemoryLayout<UInt64>.size, rxBufferSize: options.rxBufferSize)
+        info.gid = -1
+        info.uid = -1
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        if options.pingSeconds > 0 || options.hangupSeconds > 0 {
+            info.retry_and_idle_policy = runtime.keepRetryPolicy(ping: options.pingSeconds, hangup: options.hangupSeconds)
+        }
+        lws_set_log_level(Int32(LLL_ERR) | Int32(LLL_WARN), nil)
+        let context = try runtime.createContext(&info)
+        // On a foreign loop lws returns a context even when the vhost could not listen.
+        guard let vhost = lws_get_vhost_by_name(context, "default"), lws_get_vhost_listen_port(vhost) > 0 else {
+            runtime.abandon()
+            throw .context
+        }
+        listeningPort.store(Int(lws_get_vhost_listen_port(vhost)), ordering: .releasing)
+        if options.stopOnSignals {
+            runtime.handleSignals([SIGINT, SIGTERM]) { [unowned self] _ in runtime.shutdown(afterMicroseconds: 1) }
+        }
+    }
+
+    fileprivate func handle(_ wsi: OpaquePointer, _ reason: lws_callback_reasons,
+                            _ pss: UnsafeMutableRawPointer?, _ inp: UnsafeMutableRawPointer?, _ len: Int) -> Int32 {
         switch reason {
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            runtime.serviceWake()
+            return 0
         case LWS_CALLBACK_ESTABLISHED:
             guard let pss else { return -1 }
             let id = nextID
@@ -193,4 +210,12 @@ final class EchoServer: @unchecked Sendable {
             return lws_callback_http_dummy(wsi, reason, pss, inp, len)
         }
     }
+}
+
+/// The protocol callback: a global function so it converts to `@convention(c)`; the server is the
+/// context's user pointer.
+private func echoServerCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ pss: UnsafeMutableRawPointer?,
+                                _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+    guard let wsi, let context = lws_get_context(wsi), let raw = lws_context_user(context) else { return 0 }
+    return Unmanaged<EchoServer>.fromOpaque(raw).takeUnretainedValue().handle(wsi, reason, pss, input, length)
 }

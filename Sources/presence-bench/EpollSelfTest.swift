@@ -57,9 +57,9 @@ final class EpollSelfTest: @unchecked Sendable {
     }
 
     /// Runs the remaining checks; `peerCloseFrames` reads the echo server's count of close frames.
-    func finish(peerCloseFrames: () -> Int, hangupSeconds: Double) -> (checks: [(String, JSON)], ok: Bool) {
+    func finish(peerCloseFrames: () -> Int, hangupSeconds: Double) -> (checks: [(String, ReportJSON)], ok: Bool) {
         var (checks, allOK) = Self.framingChecks()
-        func check(_ name: String, _ ok: Bool, _ detail: [(String, JSON)] = []) {
+        func check(_ name: String, _ ok: Bool, _ detail: [(String, ReportJSON)] = []) {
             allOK = allOK && ok
             checks.append((name, .object([("ok", .bool(ok))] + detail)))
         }
@@ -98,8 +98,8 @@ final class EpollSelfTest: @unchecked Sendable {
     }
 
     /// Frame writer and reader, and the handshake check, on bytes made by hand (RFC 6455 examples).
-    static func framingChecks() -> (checks: [(String, JSON)], ok: Bool) {
-        var checks: [(String, JSON)] = []
+    static func framingChecks() -> (checks: [(String, ReportJSON)], ok: Bool) {
+        var checks: [(String, ReportJSON)] = []
         var allOK = true
         func check(_ name: String, _ ok: Bool) {
             allOK = allOK && ok

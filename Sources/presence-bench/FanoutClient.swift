@@ -72,7 +72,7 @@ extension ServerOptions {
     func fanoutClient(_ transport: TransportChoice, subprotocol: String?, handler: @escaping FanoutHandler) throws -> any FanoutClient {
         switch transport {
         case .lws:
-            let c = LWSFanoutClient(configuration: clientConfiguration(tickMicros: 1000).with(subprotocol: subprotocol), handler: handler)
+            let c = try LWSFanoutClient(configuration: clientConfiguration(tickMicros: 1000).with(subprotocol: subprotocol), handler: handler)
             try c.start()
             return c
         case .epoll:
@@ -92,8 +92,8 @@ final class LWSFanoutClient: FanoutClient, @unchecked Sendable {
     let transport = TransportChoice.lws
     private var client: WebSocketClient!
 
-    init(configuration: WebSocketClientConfiguration, handler: @escaping FanoutHandler) {
-        client = WebSocketClient(configuration: configuration) { [unowned self] _, event in
+    init(configuration: WebSocketClientConfiguration, handler: @escaping FanoutHandler) throws {
+        client = try WebSocketClient(configuration: configuration) { [unowned self] _, event in
             switch event {
             case .connected(let id): handler(self, .connected(id))
             case .connectFailed(let id, let reason): handler(self, .connectFailed(id, reason: reason))

@@ -264,12 +264,12 @@ final class FanoutLoad: @unchecked Sendable {
     }
 
     /// Everything counted while measuring, as report fields (`writeSeconds`: the measured window).
-    func reportFields(writeSeconds: Double) -> [(String, JSON)] {
+    func reportFields(writeSeconds: Double) -> [(String, ReportJSON)] {
         let offered = Int((rate * writeSeconds).rounded())
         // The pace is kept when at least 99.5 % of the offered writes went out and the generator
         // was never more than 50 ms of writes behind.
         let paceKept = Double(measuredWrites) >= 0.995 * Double(offered) && Double(maxBehind) <= max(rate * 0.05, 5)
-        var fields: [(String, JSON)] = [
+        var fields: [(String, ReportJSON)] = [
             ("writes_offered", .int(offered)),
             ("writes_measured", .int(measuredWrites)),
             ("write_rate_achieved", .double(Double(measuredWrites) / writeSeconds)),

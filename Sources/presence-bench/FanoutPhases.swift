@@ -11,14 +11,14 @@ struct FanoutMeasurement {
     var settleSeconds: Double
     var verdict: FanoutVerdict
     var allAcked: Bool
-    var stateFields: [(String, JSON)]
-    var resourceFields: [(String, JSON)]
+    var stateFields: [(String, ReportJSON)]
+    var resourceFields: [(String, ReportJSON)]
 
     /// The final-state check: every watcher saw its user's last write, and every write was acked.
     /// The command exits with 2 when it fails.
     var ok: Bool { verdict.wrong == 0 && verdict.lastSeenDisagree == 0 && allAcked }
 
-    var finalStateFields: [(String, JSON)] {
+    var finalStateFields: [(String, ReportJSON)] {
         [
             ("settle_s", .double(settleSeconds)),
             ("final_state", .object([
@@ -33,8 +33,8 @@ struct FanoutMeasurement {
 }
 
 /// Generator and server CPU over `seconds`, and the server's RSS.
-func resourceFields(generatorCPU: Double, serverCPU: Double?, serverRSS: Int?, seconds: Double) -> [(String, JSON)] {
-    var fields: [(String, JSON)] = [
+func resourceFields(generatorCPU: Double, serverCPU: Double?, serverRSS: Int?, seconds: Double) -> [(String, ReportJSON)] {
+    var fields: [(String, ReportJSON)] = [
         ("generator_cpu_s", .double(generatorCPU)),
         ("generator_cpu_fraction_of_one_core", .double(generatorCPU / seconds)),
     ]
@@ -51,9 +51,9 @@ func resourceFields(generatorCPU: Double, serverCPU: Double?, serverRSS: Int?, s
 private func costFields(
     events: Int, seconds: Double, generatorCPU: (user: Double, system: Double),
     serverCPU: (user: Double, system: Double)?, transport: TransportChoice, counters c: TransportCounters
-) -> [(String, JSON)] {
-    let perEvent = { (s: Double) -> JSON in events > 0 ? .double(s * 1e6 / Double(events)) : .null }
-    var fields: [(String, JSON)] = [
+) -> [(String, ReportJSON)] {
+    let perEvent = { (s: Double) -> ReportJSON in events > 0 ? .double(s * 1e6 / Double(events)) : .null }
+    var fields: [(String, ReportJSON)] = [
         ("generator_cpu_us_per_event", .object([
             ("user", perEvent(generatorCPU.user)), ("system", perEvent(generatorCPU.system)),
             ("total", perEvent(generatorCPU.user + generatorCPU.system)),
@@ -146,7 +146,7 @@ func runFanoutPhases(
     let cpu1 = selfCPU()
     let srv1 = serverPid.flatMap(processCPUSplit)
     let rss = serverPid.flatMap(processRSS)
-    let result = Box<[(String, JSON)]>([])
+    let result = Box<[(String, ReportJSON)]>([])
     let events = Box(0)
     let counters = Box(TransportCounters())
     client.perform {
@@ -177,7 +177,7 @@ func runFanoutPhases(
 extension FanoutMeasurement {
     /// The fields every fan-out report starts with.
     static func headerFields(scenario: String, url: WebSocketURL, load st: FanoutLoad, transport: TransportChoice,
-                             m: FanoutMeasurement) -> [(String, JSON)] {
+                             m: FanoutMeasurement) -> [(String, ReportJSON)] {
         [
             ("scenario", .string(scenario)),
             ("url", .string(url.description)),

@@ -52,31 +52,28 @@ struct SelfTestCommand: ParsableCommand {
 
     @Option(help: "Port for the in-process echo server (0: a free one).") var port: Int32 = 0
     @Option(help: "Server ping/hang-up seconds used by the half-open (pause) check.") var hangup: UInt16 = 3
-    @Flag(help: "Use the poll() backend in both client and server.") var poll = false
 
     func run() throws {
         var o = EchoServer.Options()
         o.port = port
         o.pingSeconds = 1
         o.hangupSeconds = hangup
-        o.libuv = !poll
-        let server = EchoServer(options: o)
+        let server = try EchoServer(options: o)
         guard server.startOnThread() else { throw ValidationError("echo server could not listen on port \(port)") }
         defer { server.requestStop(); server.waitStopped() }
 
         let log = EventLog()
         var cfg = WebSocketClientConfiguration()
         cfg.rxBufferSize = 1024
-        cfg.eventLoop = poll ? .poll : .libuv
         cfg.userAgent = "presence-bench-selftest/1"
         if let l = ProcessInfo.processInfo.environment["LWS_LOG"], let v = Int32(l) { cfg.lwsLogLevel = v }
-        let client = WebSocketClient(configuration: cfg) { _, e in log.add(e) }
+        let client = try WebSocketClient(configuration: cfg) { _, e in log.add(e) }
         try client.start()
         defer { client.shutdown() }
         let url = WebSocketURL(host: "127.0.0.1", port: server.port, pathAndQuery: "/.ws?v=5&ns=selftest")
-        var checks: [(String, JSON)] = []
+        var checks: [(String, ReportJSON)] = []
         var allOK = true
-        func check(_ name: String, _ ok: Bool, _ detail: [(String, JSON)] = []) {
+        func check(_ name: String, _ ok: Bool, _ detail: [(String, ReportJSON)] = []) {
             allOK = allOK && ok
             checks.append((name, .object([("ok", .bool(ok))] + detail)))
         }
@@ -170,7 +167,7 @@ struct SelfTestCommand: ParsableCommand {
         var smallCfg = cfg
         smallCfg.maxMessageBytes = 100_000
         let smallLog = EventLog()  // ids are per client
-        let small = WebSocketClient(configuration: smallCfg) { _, e in smallLog.add(e) }
+        let small = try WebSocketClient(configuration: smallCfg) { _, e in smallLog.add(e) }
         try small.start()
         defer { small.shutdown() }
         let m = small.connect(to: url)
@@ -189,7 +186,7 @@ struct SelfTestCommand: ParsableCommand {
 
         client.closeAll()
         _ = waitFor(3) { client.statistics.open == 0 }
-        printResult([("scenario", .string("selftest")), ("event_loop", .string(poll ? "poll" : "libuv")), ("ok", .bool(allOK)), ("checks", .object(checks)),
+        printResult([("scenario", .string("selftest")), ("event_loop", .string("libuv")), ("ok", .bool(allOK)), ("checks", .object(checks)),
                      ("server", c.json())])
         if !allOK { throw ExitCode(1) }
     }

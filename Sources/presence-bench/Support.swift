@@ -6,14 +6,14 @@ import PresenceClient
 // MARK: JSON output (ordered keys, no Foundation encoder so the field order is stable)
 
 /// A JSON value for result reports.
-enum JSON: Sendable {
+enum ReportJSON: Sendable {
     case int(Int)
     case double(Double)
     case string(String)
     case bool(Bool)
     case null
-    case array([JSON])
-    case object([(String, JSON)])
+    case array([ReportJSON])
+    case object([(String, ReportJSON)])
 
     var text: String {
         switch self {
@@ -23,9 +23,9 @@ enum JSON: Sendable {
             return String(format: "%.3f", v)
         case .bool(let v): return v ? "true" : "false"
         case .null: return "null"
-        case .string(let s): return JSON.quote(s)
+        case .string(let s): return ReportJSON.quote(s)
         case .array(let a): return "[" + a.map(\.text).joined(separator: ",") + "]"
-        case .object(let o): return "{" + o.map { JSON.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
+        case .object(let o): return "{" + o.map { ReportJSON.quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
         }
     }
 
@@ -47,8 +47,8 @@ enum JSON: Sendable {
 }
 
 /// Prints one JSON object on stdout and flushes.
-func printResult(_ fields: [(String, JSON)]) {
-    print(JSON.object(fields).text)
+func printResult(_ fields: [(String, ReportJSON)]) {
+    print(ReportJSON.object(fields).text)
     fflush(nil)
 }
 
@@ -86,7 +86,7 @@ struct LatencySamples {
     }
 
     /// `{count, p50_us, p99_us, p999_us, max_us, mean_us}`.
-    mutating func summary() -> JSON {
+    mutating func summary() -> ReportJSON {
         guard !values.isEmpty else { return .object([("count", .int(0))]) }
         let mean = Double(values.reduce(0) { $0 + UInt64($1) }) / Double(values.count)
         return .object([

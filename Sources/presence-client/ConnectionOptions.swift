@@ -33,8 +33,10 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Authenticate as the emulator's admin (the credential owner).")
     var admin = false
 
-    @Option(help: "The largest message taken from the server or sent to it, in bytes: a larger one from the server ends the command with an error, a larger request is refused before it is sent.")
-    var maxMessageBytes = ClientConfiguration.defaultMaxMessageBytes
+    @Option(help: ArgumentHelp(
+        "The largest message taken from the server or sent to it, in bytes: a larger one from the server ends the command with an error, a larger request is refused before it is sent. Default: \(ClientConfiguration.defaultMaxMessageBytes) from the server, \(ClientConfiguration.defaultMaxRequestBytes) to it (a presence server's default --max-message-bytes; a server that closes with 1009 and states a smaller limit lowers it).",
+        valueName: "bytes"))
+    var maxMessageBytes: Int?
 
     @Option(help: ArgumentHelp(
         "An extra token claim as key=value for the token made for --uid (unsigned, or minted with --secret-file); the value is read as JSON when it parses, else as a string. Repeatable.",
@@ -46,7 +48,7 @@ struct ConnectionOptions: ParsableArguments {
             throw ValidationError("--server must look like ws://host:port or wss://host:port (got \(server))")
         }
         if let caFile, access(caFile, R_OK) != 0 { throw ValidationError("cannot read --ca-file \(caFile)") }
-        guard (1024...ClientConfiguration.largestMessageBytes).contains(maxMessageBytes) else {
+        if let maxMessageBytes, !(1024...ClientConfiguration.largestMessageBytes).contains(maxMessageBytes) {
             throw ValidationError("--max-message-bytes must be between 1024 and \(ClientConfiguration.largestMessageBytes)")
         }
         let sources = [token != nil, tokenFile != nil, secretFile != nil, admin].filter { $0 }.count
@@ -123,7 +125,11 @@ struct ConnectionOptions: ParsableArguments {
         config.failFast = failFast
         config.caFile = caFile
         config.insecureSkipVerify = insecureSkipVerify
-        config.maxMessageBytes = maxMessageBytes
+        // Given, it bounds both directions: the user says what their server takes.
+        if let maxMessageBytes {
+            config.maxMessageBytes = maxMessageBytes
+            config.maxRequestBytes = maxMessageBytes
+        }
         return config
     }
 }

@@ -29,7 +29,7 @@ struct RedisSeqBench: ParsableCommand {
     mutating func run() throws {
         let endpoint = try RedisEndpoint(parsing: redis)
         let loop = prs_loop_create()!
-        let harness = Harness(loop: loop, endpoint: endpoint, payloadBytes: payloadBytes)
+        let harness = SeqBenchHarness(loop: loop, endpoint: endpoint, payloadBytes: payloadBytes)
         try harness.prepare()
         for rate in rates.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) where rate > 0 {
             let result = harness.measure(rate: rate, seconds: duration, redisPid: redisPid)
@@ -41,7 +41,7 @@ struct RedisSeqBench: ParsableCommand {
 }
 
 /// Drives the loop: one command connection (SEQ, beats), one tail connection (XREAD BLOCK).
-final class Harness {
+final class SeqBenchHarness {
     let loop: UnsafeMutablePointer<uv_loop_t>
     let commands: RedisConnection
     let tailConnection: RedisConnection
@@ -77,9 +77,9 @@ final class Harness {
     }
 
     func runLoop(until done: () -> Bool, seconds: Double) {
-        let deadline = Harness.nanoseconds() + UInt64(seconds * 1e9)
+        let deadline = SeqBenchHarness.nanoseconds() + UInt64(seconds * 1e9)
         let tick = prs_timer_create(loop, { _ in }, nil, nil)!
-        while !done() && Harness.nanoseconds() < deadline {
+        while !done() && SeqBenchHarness.nanoseconds() < deadline {
             prs_timer_arm(tick, 1)
             uv_run(loop, UV_RUN_ONCE)
         }
@@ -101,7 +101,7 @@ final class Harness {
         guard joined else { throw ValidationError("could not create the bench log or join it (is Redis up?)") }
         tail.onEvent = { [unowned self] event in
             guard case .entries(_, let entries) = event else { return }
-            let now = Harness.nanoseconds()
+            let now = SeqBenchHarness.nanoseconds()
             for entry in entries {
                 if let sent = sentAt.removeValue(forKey: entry.rev) {
                     deliveries.append(Double(now - sent) / 1000)
@@ -144,20 +144,20 @@ final class Harness {
         failures = 0
         let cpuBefore = redisCPUSeconds(redisPid)
         let callsBefore = commandCalls()
-        let start = Harness.nanoseconds()
+        let start = SeqBenchHarness.nanoseconds()
         var issued = 0, answered = 0, lastBeat = start
         let total = Int(Double(rate) * seconds)
         let tick = prs_timer_create(loop, { _ in }, nil, nil)!
-        while answered < total && Harness.nanoseconds() < start + UInt64((seconds + 5) * 1e9) {
-            let now = Harness.nanoseconds()
+        while answered < total && SeqBenchHarness.nanoseconds() < start + UInt64((seconds + 5) * 1e9) {
+            let now = SeqBenchHarness.nanoseconds()
             let due = min(total, Int(Double(now - start) / 1e9 * Double(rate)))
             while issued < due {
                 issued += 1
-                let sent = Harness.nanoseconds()
+                let sent = SeqBenchHarness.nanoseconds()
                 log.append(node: node.id, epoch: epoch, payload: payload) { [unowned self] result in
                     answered += 1
                     guard case .success(.appended(let rev, _)) = result else { failures += 1; return }
-                    let replied = Harness.nanoseconds()
+                    let replied = SeqBenchHarness.nanoseconds()
                     roundTrips.append(Double(replied - sent) / 1000)
                     if let delivered = pendingDelivery.removeValue(forKey: rev) {
                         deliveries.append(Double(delivered > sent ? delivered - sent : 0) / 1000)
@@ -173,7 +173,7 @@ final class Harness {
             prs_timer_arm(tick, 1)
             uv_run(loop, UV_RUN_ONCE)
         }
-        let elapsed = Double(Harness.nanoseconds() - start) / 1e9
+        let elapsed = Double(SeqBenchHarness.nanoseconds() - start) / 1e9
         runLoop(until: { sentAt.isEmpty }, seconds: 2)
         prs_timer_close(tick)
         let cpuAfter = redisCPUSeconds(redisPid)
@@ -182,8 +182,8 @@ final class Harness {
         var fields: [String] = [
             "\"rate\": \(rate)", "\"writes\": \(answered - failures)", "\"failures\": \(failures)",
             String(format: "\"achieved_per_s\": %.0f", Double(answered) / elapsed),
-            "\"seq_rtt_us\": \(Harness.percentiles(roundTrips))",
-            "\"append_to_tail_us\": \(Harness.percentiles(deliveries))",
+            "\"seq_rtt_us\": \(SeqBenchHarness.percentiles(roundTrips))",
+            "\"append_to_tail_us\": \(SeqBenchHarness.percentiles(deliveries))",
         ]
         if let before = cpuBefore, let after = cpuAfter {
             fields.append(String(format: "\"redis_cpu_us_per_write\": %.1f", (after - before) * 1e6 / written))

@@ -62,7 +62,7 @@ struct PresenceServerCommand: ParsableCommand {
     var defaultNamespace = "default"
 
     @Option(help: "Largest client message in bytes (after joining fragments); larger ones close the connection with 1009.")
-    var maxMessageBytes = 1_048_576
+    var maxMessageBytes = ServerConfiguration().maxMessageBytes
 
     @Option(help: "Messages one WebSocket connection may send per second on average (a message counts one, plus one per 16 KiB); over it (and --message-burst), the server stops reading from that connection until its budget refills, slowing the client without closing it. 0 = unlimited.")
     var maxMessagesPerSecond = 1_000

@@ -1,6 +1,7 @@
 import Foundation
 import PresenceAuth
 import PresenceCore
+import PresenceTesting
 import Testing
 
 @Suite struct JWTParsingTests {
@@ -65,7 +66,7 @@ import Testing
         #expect(hs.verify(hsToken, now: now).credentials != nil)
         #expect(fb.verify(rsToken, now: now).credentials != nil)
 
-        var rng = SplitMix64(seed: 0x5EED)
+        var rng = SeededRandom(seed: 0x5EED)
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ {}\"é\u{0}")
         var cases: [String] = []
         for (token, verifier) in [(hsToken, hs as any TokenVerifier), (rsToken, fb as any TokenVerifier)] {

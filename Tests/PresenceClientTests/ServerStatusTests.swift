@@ -12,9 +12,10 @@ import Testing
             .rateLimited("refresh: try again in 1:45", retryAfterMilliseconds: nil),
         ]
         for error in errors {
-            let wire = WireStatus.status(for: error)
-            let failure = RequestFailure(status: wire.status, message: wire.message)
+            let wire = WireStatus.failure(for: error)
+            let failure = RequestFailure(status: wire.status.rawValue, message: wire.message)
             #expect(failure.error == error)
+            #expect(failure.wireStatus == WireStatus(error))
             #expect(RequestFailure(error) == failure)
         }
     }
@@ -23,6 +24,7 @@ import Testing
         #expect(RequestFailure(status: "revoked", message: "").error == nil)
         #expect(RequestFailure(status: "ok", message: "").error == nil)
         #expect(!RequestFailure(status: "revoked", message: "").isCredentialProblem)
+        #expect(RequestFailure(status: "revoked", message: "").retry == nil)
     }
 
     @Test func theQuestionsCommandsAsk() {
@@ -31,6 +33,8 @@ import Testing
         #expect(!RequestFailure(.permissionDenied).isCredentialProblem)
         #expect(RequestFailure(.rateLimited("wait", retryAfterMilliseconds: 5)).isRateLimited)
         #expect(!RequestFailure(.unavailable("later")).isRateLimited)
+        #expect(RequestFailure(.unavailable("later")).retry == .retryLater)
+        #expect(RequestFailure(.permissionDenied).retry == .giveUp)
         // A listen revoked by the server (`c`) reads as permission denied, with its own message.
         #expect(RequestFailure(.permissionDenied, message: "listen revoked by the server")
                 == RequestFailure(status: "permission_denied", message: "listen revoked by the server"))

@@ -74,7 +74,7 @@ import Testing
         harness.request(2, "p", #"{"p":"/p","d":"online"}"#, from: old)
         let session = harness.sessionIDs[old]!
         let new = harness.connect(lastSession: session)
-        #expect(harness.closeRequest(old)?.code == 4001)
+        #expect(harness.closeRequest(old)?.code == .replaced)
         harness.request(1, "g", #"{"p":"/p","q":{}}"#, from: new)
         #expect(harness.take(new).last == #"{"t":"d","d":{"r":1,"b":{"s":"ok","d":"offline"}}}"#)
     }

@@ -154,8 +154,9 @@ extension LoopRuntimeTests {
     }
 }
 
-/// The test protocol's callback: the inbox is drained where a server would drain it.
-private func loopTestCallback(
+/// The test protocol's callback: the inbox (and a stop `requestStop` asked for) is served where a
+/// server or client would serve it. Also `LoopThreadTests`'.
+func loopTestCallback(
     _ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
     _ input: UnsafeMutableRawPointer?, _ length: Int
 ) -> Int32 {

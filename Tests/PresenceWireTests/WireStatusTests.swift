@@ -19,6 +19,16 @@ import Testing
         #expect(WireStatus.failure(for: .invalidToken("bad token")).message == "bad token")
     }
 
+    @Test func clientsReadTheEngineErrorBackFromStatusAndMessage() {
+        for error in Self.everyError {
+            let (status, message) = WireStatus.failure(for: error)
+            // The wait of a rate-limited refusal travels in its message only.
+            var expected = error
+            if case .rateLimited(let text, _) = error { expected = .rateLimited(text, retryAfterMilliseconds: nil) }
+            #expect(status.error(message: message) == expected)
+        }
+    }
+
     @Test func restAnswersWithTheTablesStatusAndRetryAfterWhenKnown() {
         let expected: [WireStatus: Int] = [
             .permissionDenied: 401, .invalidData: 400, .invalidToken: 401, .expiredToken: 401, .dataStale: 412,
@@ -56,5 +66,15 @@ import Testing
     @Test func closeCodesAreNamed() {
         #expect(CloseCode.replaced.rawValue == 4001 && CloseCode.closedByOperator.rawValue == 4002)
         #expect(CloseCode(rawValue: 1002) == .protocolError && CloseCode(rawValue: 1009) == .messageTooBig)
+    }
+
+    @Test func aTooBigCloseReasonStatesTheLimitClientsAdopt() {
+        let reason = FrameAssembler.Failure.tooLarge(limit: 65_536).description
+        #expect(reason == "message larger than 65536 bytes")
+        #expect(FrameAssembler.Failure(reason: reason) == .tooLarge(limit: 65_536))
+        for other in ["", "message larger than bytes", "message larger than -5 bytes", "message larger than 0 bytes",
+                      "message larger than 99999999999999999999999 bytes", "replaced by a newer connection"] {
+            #expect(FrameAssembler.Failure(reason: other) == nil, "\(other)")
+        }
     }
 }

@@ -93,3 +93,26 @@ def test_max_message_bytes_bounds_what_the_client_takes_and_sends(open_server):
     assert run(open_server, "get", "other", auth=("--admin",)).stdout.strip() == "null"
     bad = run(open_server, "get", "big", "--max-message-bytes", "10", auth=("--admin",))
     assert bad.returncode == 64 and "--max-message-bytes" in bad.stderr
+
+
+def test_a_write_over_the_servers_limit_is_refused_not_resent_forever():
+    # The server takes 64 KiB; the client sends up to 1 MiB (a presence server's default). The
+    # server closes with 1009 stating its limit: the client adopts it and refuses the write, naming
+    # the limit. When the server's reset beats its close frame, the client cannot learn the limit;
+    # it then refuses the write after three losses in a row. Either way it exits with an error
+    # instead of reconnecting and resending for ever (as it did before).
+    from conftest import Server
+    server = Server("--rules", "open", "--storage", "memory", "--max-message-bytes", "65536")
+    try:
+        big = json.dumps("x" * 100_000)
+        for extra in [(), ("--max-message-bytes", "4194304")]:
+            s = run(server, "set", "big", big, *extra, auth=("--admin",), timeout=30)
+            assert s.returncode == 3, (extra, s.returncode, s.stderr)
+            assert ("larger than the server's limit of 65536 bytes" in s.stderr
+                    or "not resending it (it may be larger than the server takes" in s.stderr), s.stderr
+        assert run(server, "get", "big", auth=("--admin",)).stdout.strip() == "null"
+        # At most three refusals per attempt, not a loop; the server is fine.
+        assert 2 <= server.read_log().count("reason=1009") <= 6, server.read_log()
+        assert run(server, "set", "small", '"ok"', auth=("--admin",)).returncode == 0
+    finally:
+        server.stop()

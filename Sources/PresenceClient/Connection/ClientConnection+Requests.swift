@@ -163,15 +163,4 @@ extension ClientConnection {
         if phase == .connected { sendOnDisconnect(registration) }
         return id
     }
-
-    /// The refusal for a request that would be larger than ``maxMessageBytes`` (refused here,
-    /// before anything is sent or kept, and reported on the next timer), nil when it fits.
-    private func oversized(action: String, path: Path, data: JSON) -> RequestFailure? {
-        // The request number is not known yet: count the longest one.
-        let body: JSON = .object([("p", .string(path.description)), ("d", data)])
-        let bytes = ClientCodec.request(Int.max, action: action, body: body).utf8.count
-        guard bytes > maxMessageBytes else { return nil }
-        return RequestFailure(.invalidData(
-            "the request is \(bytes) bytes, larger than this client's limit of \(maxMessageBytes) bytes (max message size)"))
-    }
 }

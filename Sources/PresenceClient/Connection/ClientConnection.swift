@@ -44,6 +44,14 @@ public struct ClientConnection {
     /// The largest message taken in either direction (``ClientConfiguration/maxMessageBytes``,
     /// capped so that every message it allows can be split into frames).
     public let maxMessageBytes: Int
+    /// The largest request sent: at most ``maxMessageBytes`` and what the server is known or taken
+    /// to accept (``ClientConfiguration/maxRequestBytes``, or the limit a 1009 close stated).
+    public internal(set) var maxRequestBytes: Int
+    /// Where ``maxRequestBytes`` comes from (it names the limit when a request is refused).
+    public internal(set) var requestLimit: RequestLimit
+    /// The large write that was in flight when connections were lost in a row, and how many
+    /// (``lostWithLargeWriteInFlight()``).
+    var suspectWrite: (id: WriteID, losses: Int)?
 
     private var random: () -> Double
     var effects: [ClientEffect] = []
@@ -86,6 +94,8 @@ public struct ClientConnection {
         self.random = random
         self.backoff = Backoff(policy: configuration.backoff)
         self.maxMessageBytes = min(max(configuration.maxMessageBytes, 1), ClientConfiguration.largestMessageBytes)
+        self.maxRequestBytes = min(max(configuration.maxRequestBytes, 1), maxMessageBytes)
+        self.requestLimit = maxRequestBytes < maxMessageBytes ? .serverDefault : .client
         self.assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
     }
 
@@ -158,8 +168,14 @@ public struct ClientConnection {
         }
     }
 
-    /// The transport ended.
-    public mutating func transportClosed(reason: String, now: Int64) {
+    /// The transport ended; `serverClose` is the close frame the server sent, if it sent one. A
+    /// 1009 (message too big) close is handled first (``serverRefusedSize(_:now:)``).
+    public mutating func transportClosed(reason: String, serverClose: ServerClose? = nil, now: Int64) {
+        if let serverClose, serverClose.closeCode == .messageTooBig, phase == .handshaking || phase == .connected,
+           !serverRefusedSize(serverClose, now: now) {
+            return
+        }
+        if phase == .connected, serverClose == nil { lostWithLargeWriteInFlight() }
         switch phase {
         case .connecting, .handshaking, .connected:
             if configuration.failFast, !everConnected {

@@ -44,6 +44,12 @@ public struct ClientConfiguration: Sendable {
     /// sent. Capped at ``largestMessageBytes``.
     public var maxMessageBytes = ClientConfiguration.defaultMaxMessageBytes
     public static let defaultMaxMessageBytes = 16 << 20
+    /// The largest request the server is taken to accept, in bytes: a presence server's default
+    /// `--max-message-bytes`. A larger request is refused before it is sent, as one over
+    /// ``maxMessageBytes`` is. When the server closes with 1009 stating a smaller limit, the client
+    /// adopts that (see ``ClientConnection/transportClosed(reason:serverClose:now:)``).
+    public var maxRequestBytes = ClientConfiguration.defaultMaxRequestBytes
+    public static let defaultMaxRequestBytes = FrameAssembler.defaultMaxMessageBytes
     /// The `User-Agent` of the WebSocket handshake (operators see it beside each connection).
     public var userAgent: String? = "presence-client/\(PresenceClientVersion.current)"
 
@@ -75,6 +81,22 @@ public enum ConnectionStatus: Equatable, Sendable {
     /// Disconnected while the network is off: nothing is attempted until it comes back.
     case waitingForNetwork
     case stopped
+}
+
+/// The close frame the server ended a connection with.
+public struct ServerClose: Equatable, Sendable {
+    /// Its code (1005 when the frame had none).
+    public var code: Int
+    /// Its reason text (the server says why, e.g. "message larger than 1048576 bytes").
+    public var reason: String
+
+    public init(code: Int, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// The code by name, when it is one this server sends.
+    public var closeCode: CloseCode? { CloseCode(rawValue: code) }
 }
 
 /// A request the server refused: its status (`permission_denied`, …) and message.

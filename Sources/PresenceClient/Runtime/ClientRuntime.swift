@@ -44,7 +44,8 @@ public final class ClientRuntime: @unchecked Sendable {
         cfg.userAgent = configuration.userAgent
         // Fragments are joined up to the same limit as count-prefixed pieces (ClientConnection).
         cfg.maxMessageBytes = connection.maxMessageBytes
-        transport = WebSocketClient(configuration: cfg) { [weak self] _, event in
+        // nil when the process cannot create an event loop (no file descriptors left): start() says so.
+        transport = try? WebSocketClient(configuration: cfg) { [weak self] _, event in
             self?.handle(event)
         }
     }
@@ -63,7 +64,7 @@ public final class ClientRuntime: @unchecked Sendable {
                       setup: @escaping (ClientRuntime) -> Void = { _ in }) throws {
         eventHandler = onEvent
         tickHandler = onTick
-        guard let transport else { return }
+        guard let transport else { throw WebSocketClientError.contextCreationFailed("cannot create an event loop") }
         try transport.start()
         let box = UncheckedBox(setup)
         transport.perform { [self] in
@@ -139,7 +140,8 @@ public final class ClientRuntime: @unchecked Sendable {
             if info.messageTooLarge {
                 withConnection { c, now in c.messageTooLarge(now: now) }
             } else {
-                withConnection { c, now in c.transportClosed(reason: Self.describe(info), now: now) }
+                let serverClose = info.peerCloseCode.map { ServerClose(code: Int($0), reason: info.peerCloseReason) }
+                withConnection { c, now in c.transportClosed(reason: Self.describe(info), serverClose: serverClose, now: now) }
             }
         case .tick:
             let now = clock()
@@ -151,7 +153,18 @@ public final class ClientRuntime: @unchecked Sendable {
     }
 
     static func describe(_ info: WebSocketCloseInfo) -> String {
-        if let code = info.peerCloseCode { return "closed by the server (code \(code))" }
+        if let code = info.peerCloseCode {
+            let why: String? = switch info.closeCode {
+            case .goingAway: "the server is shutting down"
+            case .replaced: "replaced by a newer connection of this client"
+            case .closedByOperator: "closed by an operator"
+            case .policyViolation: "policy violation"
+            case .messageTooBig: "a message was too big"
+            default: nil
+            }
+            let detail = [why, info.peerCloseReason.isEmpty ? nil : info.peerCloseReason].compactMap { $0 }
+            return "closed by the server (code \(code)\(detail.isEmpty ? "" : ": " + detail.joined(separator: "; ")))"
+        }
         if info.closedLocally { return "closed" }
         if info.byShutdown { return "client shut down" }
         return "connection lost"

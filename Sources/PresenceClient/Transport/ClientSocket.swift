@@ -1,4 +1,5 @@
 import CLibWebSockets
+import PresenceCore
 
 /// One connection of a ``WebSocketClient``, confined to its service thread: the handshake and
 /// close state, the frames waiting for `CLIENT_WRITEABLE`, and the fragments of the message being
@@ -13,9 +14,10 @@ final class ClientSocket {
     var closeStarted = false
     /// Counted in the close handshakes in flight.
     var closeCounted = false
-    var closeCode: UInt16 = 1000
+    var closeCode = CloseCode.normal
     var aborted = false
     var peerCloseCode: UInt16?
+    var peerCloseReason = ""
     var queue: [QueuedFrame] = []
     var queueHead = 0
     /// The fragments received so far of an unfinished message.

@@ -1,4 +1,5 @@
 import CLibWebSockets
+import PresenceCore
 
 /// What lws reports about the client's connections (service thread): the handshake's headers and
 /// outcome, received fragments, the chance to write, the peer's close.
@@ -20,14 +21,7 @@ extension WebSocketClient {
         case LWS_CALLBACK_CLIENT_WRITEABLE:
             return writeable(wsi)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            if let socket = socket(of: wsi) {
-                if let input, length >= 2 {
-                    let bytes = input.assumingMemoryBound(to: UInt8.self)
-                    socket.peerCloseCode = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
-                } else {
-                    socket.peerCloseCode = 1005
-                }
-            }
+            if let socket = socket(of: wsi) { peerClosing(socket, input, length) }
             return 0
         case LWS_CALLBACK_CLIENT_CLOSED:
             finishClosed(wsi)
@@ -52,6 +46,17 @@ extension WebSocketClient {
         return sockets[WebSocketConnectionID(UInt(bitPattern: raw))]
     }
 
+    /// The peer's close frame: its code (1005 when it has none) and reason (at most 123 bytes).
+    private func peerClosing(_ socket: ClientSocket, _ input: UnsafeMutableRawPointer?, _ length: Int) {
+        guard let input, length >= 2 else {
+            socket.peerCloseCode = UInt16(CloseCode.noStatus.rawValue)
+            return
+        }
+        let bytes = UnsafeRawBufferPointer(start: input, count: min(length, 125))
+        socket.peerCloseCode = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        socket.peerCloseReason = String(decoding: bytes.dropFirst(2), as: UTF8.self)
+    }
+
     /// `User-Agent` (when configured): lws hands over `char **p` into its header buffer and the
     /// room left.
     private func appendHandshakeHeaders(_ input: UnsafeMutableRawPointer?, _ room: Int) {
@@ -74,7 +79,7 @@ extension WebSocketClient {
     }
 
     /// Joins fragments into messages of at most `maxMessageBytes`. A larger message is not
-    /// buffered: the rest of it is dropped and the connection closed with 1009.
+    /// buffered: the rest of it is dropped and the connection closed with 1009 (message too big).
     private func receive(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         guard let socket = socket(of: wsi) else { return -1 }
         if socket.messageTooLarge { return 0 }  // closing: nothing more is read into memory
@@ -82,7 +87,7 @@ extension WebSocketClient {
         if socket.rx.count + length > configuration.maxMessageBytes {
             socket.messageTooLarge = true
             socket.rx = []
-            beginClose(socket, code: 1009)
+            beginClose(socket, code: .messageTooBig)
             return 0
         }
         if socket.rx.isEmpty {

@@ -1,10 +1,11 @@
 import CLibWebSockets
 import Glibc
+import PresenceCore
 
 /// Ending connections: clean closes (queue flushed, close frame, the peer's reply), aborts
 /// without a close frame, and what is still open or waiting when the loop ends.
 extension WebSocketClient {
-    func beginClose(_ socket: ClientSocket, code: UInt16) {
+    func beginClose(_ socket: ClientSocket, code: CloseCode) {
         guard !socket.closing, !socket.aborted else { return }
         socket.closing = true
         socket.closeCode = code
@@ -66,7 +67,7 @@ extension WebSocketClient {
         guard let wsi = socket.wsi, socket.established, !socket.aborted, !socket.closeCounted else { return }
         socket.closeCounted = true
         closingInFlight += 1
-        lws_close_reason(wsi, lws_close_status(UInt32(socket.closeCode)), nil, 0)
+        lws_close_reason(wsi, lws_close_status(UInt32(socket.closeCode.rawValue)), nil, 0)
         lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC)
     }
 
@@ -83,6 +84,7 @@ extension WebSocketClient {
 
     private func closeInfo(_ socket: ClientSocket, byShutdown: Bool) -> WebSocketCloseInfo {
         WebSocketCloseInfo(closedLocally: socket.closing, aborted: socket.aborted, peerCloseCode: socket.peerCloseCode,
+                           peerCloseReason: socket.peerCloseReason,
                            byShutdown: byShutdown, messageTooLarge: socket.messageTooLarge)
     }
 

@@ -1,13 +1,16 @@
 import CLibWebSockets
 import Glibc
+import PresenceCore
+import PresenceLoop
 import Synchronization
 
-/// A libwebsockets **client** transport: one lws context serviced by one dedicated thread (a
-/// ``LoopRuntime``), many connections on it.
+/// A libwebsockets **client** transport: one lws context on a libuv loop serviced by one dedicated
+/// thread (`PresenceLoop`'s `LoopRuntime`, the server's loop runtime, on a thread of its own),
+/// many connections on it.
 ///
 /// Threading contract:
 /// * Every public method is thread-safe. Called on the service thread (e.g. from the handler) it
-///   acts at once; called elsewhere it is queued in a ``LoopInbox`` and the loop is woken.
+///   acts at once; called elsewhere it is posted to the loop (`LoopRuntime.post`).
 /// * The handler runs on the service thread only. It must not block. Message bytes are borrowed.
 /// * Connections are addressed by ``WebSocketConnectionID`` only; an id that has closed is ignored.
 ///
@@ -26,9 +29,9 @@ public final class WebSocketClient: @unchecked Sendable {
 
     public let configuration: WebSocketClientConfiguration
     let handler: Handler
-    let runtime = LoopRuntime()
-    private let inbox: LoopInbox<Job>
+    let runtime: LoopRuntime
     private let nextID = Atomic<UInt64>(1)
+    private let started = Atomic<Bool>(false)
     let counters = WebSocketClientCounters()
 
     // MARK: loop-confined state (service thread only)
@@ -51,10 +54,14 @@ public final class WebSocketClient: @unchecked Sendable {
     let pre = Int(lwss_pre())
 
     /// Creates a stopped client. Call ``start()`` before anything else.
-    public init(configuration: WebSocketClientConfiguration = .init(), handler: @escaping Handler) {
+    public init(configuration: WebSocketClientConfiguration = .init(), handler: @escaping Handler) throws(WebSocketClientError) {
+        do {
+            runtime = try LoopRuntime()
+        } catch {
+            throw .contextCreationFailed(error.description)
+        }
         self.configuration = configuration
         self.handler = handler
-        inbox = LoopInbox(runtime: runtime)
         userAgentHeader = configuration.userAgent.map { Array("User-Agent: \($0)\r\n".utf8) }
         scratchCapacity = 64 * 1024
         scratch = .allocate(capacity: scratchCapacity)
@@ -70,26 +77,12 @@ public final class WebSocketClient: @unchecked Sendable {
 
     /// Creates the lws context on a new service thread and returns once it runs.
     public func start() throws(WebSocketClientError) {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStarted }
         if configuration.raiseFileLimit { Self.raiseFileLimit() }
-        var setup = LoopRuntime.Setup()
-        setup.eventLoop = configuration.eventLoop
-        setup.threadName = "lws-client"
-        setup.protocolName = "presence-client"
-        setup.rxBufferSize = configuration.rxBufferSize
-        setup.lwsLogLevel = configuration.lwsLogLevel
-        setup.onSignal = configuration.signalHandler
-        setup.configure = { [self] runtime, info in configureContext(runtime, &info) }
-        setup.callback = { [self] wsi, reason, _, input, length in handle(wsi, reason, input, length) }
-        setup.onStart = { [self] in startTicking() }
-        setup.onWake = { [self] in drainInbox() }
-        setup.onStop = { [self] in tickTimer?.cancel() }
-        setup.onExit = { [self] in reportUnfinished() }
-        do {
-            try runtime.start(setup)
-        } catch .alreadyStarted {
-            throw .alreadyStarted
-        } catch {
-            throw .contextCreationFailed
+        try runtime.startThread(name: "lws-client") { [self] () throws(WebSocketClientError) in
+            try createContext()
+        } finished: { [self] in
+            reportUnfinished()
         }
     }
 
@@ -97,12 +90,13 @@ public final class WebSocketClient: @unchecked Sendable {
     /// without close frames (use ``close(_:code:)`` first for clean closes). Idempotent.
     public func shutdown() {
         precondition(!isOnServiceThread, "shutdown() must not be called on the service thread")
-        inbox.post(.stop)
+        // After what was posted before; lws's destroy begins inside the loop 1 µs later.
+        runtime.requestStop(afterMicroseconds: 1)
         runtime.waitStopped()
     }
 
     /// True when called on this client's service thread (inside the handler, for example).
-    public var isOnServiceThread: Bool { runtime.isOnServiceThread }
+    public var isOnServiceThread: Bool { runtime.isOnLoopThread }
 
     /// A snapshot of the counters.
     public var statistics: WebSocketClientStatistics { counters.snapshot }
@@ -136,7 +130,7 @@ public final class WebSocketClient: @unchecked Sendable {
 
     /// Closes cleanly: flushes queued messages, sends a close frame with `code`, waits for the
     /// peer's close frame (lws times out after 5 s).
-    public func close(_ id: WebSocketConnectionID, code: UInt16 = 1000) {
+    public func close(_ id: WebSocketConnectionID, code: CloseCode = .normal) {
         submit(.close(id, code))
     }
 
@@ -157,20 +151,19 @@ public final class WebSocketClient: @unchecked Sendable {
     public func perform(_ body: @escaping @Sendable () -> Void) { submit(.perform(body)) }
 
     /// Closes every open or pending connection cleanly (see ``close(_:code:)``).
-    public func closeAll(code: UInt16 = 1000) { submit(.closeAll(code)) }
+    public func closeAll(code: CloseCode = .normal) { submit(.closeAll(code)) }
 
     // MARK: jobs
 
     enum Job: Sendable {
         case connect(PendingConnect)
         case send(WebSocketConnectionID, [UInt8], binary: Bool, fragment: Int)
-        case close(WebSocketConnectionID, UInt16)
-        case closeAll(UInt16)
+        case close(WebSocketConnectionID, CloseCode)
+        case closeAll(CloseCode)
         case abort(WebSocketConnectionID, WebSocketAbortMode)
         case pause(WebSocketConnectionID)
         case resume(WebSocketConnectionID)
         case perform(@Sendable () -> Void)
-        case stop
     }
 
     struct PendingConnect: Sendable {
@@ -183,21 +176,14 @@ public final class WebSocketClient: @unchecked Sendable {
         if isOnServiceThread, !isStopping, runtime.context != nil {
             execute(job)
         } else {
-            inbox.post(job)
+            runtime.post { [self] in execute(job) }
         }
     }
 
-    /// Loop side: runs the posted jobs (on a wake-up, which may be spurious).
-    private func drainInbox() {
-        for job in inbox.take() {
-            if case .stop = job {
-                // Nothing posted after the stop runs (it may have been posted by then).
-                inbox.close()
-                runtime.requestStop()
-                return
-            }
-            execute(job)
-        }
+    /// The loop was woken (`EVENT_WAIT_CANCELLED`, also spurious ones): posted jobs run, then the
+    /// close handshakes that wait for this wake-up start.
+    func woken() {
+        runtime.serviceWake()
         pumpCloses()
     }
 
@@ -232,15 +218,22 @@ public final class WebSocketClient: @unchecked Sendable {
             if socket.established, socket.hasQueuedFrames || socket.closing { lws_callback_on_writable(wsi) }
         case .perform(let body):
             body()
-        case .stop:
-            inbox.close()
-            runtime.requestStop()
         }
     }
 
     // MARK: context (service thread)
 
-    private func configureContext(_ runtime: LoopRuntime, _ info: inout lws_context_creation_info) {
+    /// The lws context on the runtime's loop, no listening port; SIGINT/SIGTERM to the configured
+    /// handler; the tick.
+    private func createContext() throws(WebSocketClientError) {
+        lws_set_log_level(configuration.lwsLogLevel, nil)
+        var info = lws_context_creation_info()
+        info.port = CONTEXT_PORT_NO_LISTEN
+        info.protocols = runtime.keepProtocol(name: "presence-client", callback: webSocketClientCallback,
+                                              rxBufferSize: configuration.rxBufferSize)
+        info.gid = -1
+        info.uid = -1
+        info.user = Unmanaged.passUnretained(self).toOpaque()
         // Always pass a policy (see LoopRuntime.keepRetryPolicy): hang-up 0 schedules no
         // validity timer per connection.
         retryPolicy = runtime.keepRetryPolicy(ping: configuration.pingIntervalSeconds, hangup: configuration.hangupSeconds)
@@ -250,21 +243,29 @@ public final class WebSocketClient: @unchecked Sendable {
         // TLS for wss:// connections, verifying against the system's CAs or --ca-file.
         info.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         if let caFile = configuration.caFile { info.client_ssl_ca_filepath = runtime.keep(caFile) }
+        do {
+            try runtime.createContext(&info)
+        } catch {
+            runtime.abandon()
+            throw .contextCreationFailed(error.description)
+        }
+        if let onSignal = configuration.signalHandler { runtime.handleSignals([SIGINT, SIGTERM], onSignal) }
+        startTicking()
     }
 
     /// Arms the periodic tick, once the context exists.
     private func startTicking() {
         guard configuration.tickIntervalMicroseconds > 0 else { return }
-        let timer = LoopTimer(runtime: runtime) { [unowned self] in tick() }
+        let timer = runtime.makeTimer { [unowned self] in tick() }
         tickTimer = timer
-        timer.schedule(afterMicroseconds: configuration.tickIntervalMicroseconds)
+        timer.schedule(afterMicroseconds: Int64(configuration.tickIntervalMicroseconds))
     }
 
     /// The periodic tick, re-armed each time.
     private func tick() {
         guard !isStopping else { return }
         handler(self, .tick(nowMicros: monotonicMicros()))
-        if !isStopping { tickTimer?.schedule(afterMicroseconds: configuration.tickIntervalMicroseconds) }
+        if !isStopping { tickTimer?.schedule(afterMicroseconds: Int64(configuration.tickIntervalMicroseconds)) }
     }
 
     static func raiseFileLimit() {
@@ -279,4 +280,17 @@ public final class WebSocketClient: @unchecked Sendable {
             _ = setrlimit(resource, &limit)
         }
     }
+}
+
+/// The protocol callback: a global function so it converts to `@convention(c)`; the client is the
+/// context's user pointer.
+private func webSocketClientCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+                                     _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+    guard let wsi, let context = lws_get_context(wsi), let raw = lws_context_user(context) else { return 0 }
+    let client = Unmanaged<WebSocketClient>.fromOpaque(raw).takeUnretainedValue()
+    if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED {
+        client.woken()
+        return 0
+    }
+    return client.handle(wsi, reason, input, length)
 }

@@ -1,16 +1,15 @@
 import Glibc
+import PresenceCore
 import Synchronization
 
 /// Identifies one connection of a ``WebSocketClient``. Never 0, never reused within one client.
 public typealias WebSocketConnectionID = UInt64
 
 /// Settings fixed when a ``WebSocketClient`` is created.
+///
+/// The event loop is always libuv (it scales to tens of thousands of sockets; lws's default
+/// `poll()` costs O(#fds) per wake-up).
 public struct WebSocketClientConfiguration: Sendable {
-    /// The lws event backend of the service thread.
-    public typealias EventLoop = LoopRuntime.EventLoop
-
-    /// `.libuv` (default) scales to tens of thousands of sockets; `.poll` is O(#fds) per wake-up.
-    public var eventLoop: EventLoop = .libuv
     /// Connects beyond this many unfinished handshakes wait in a FIFO inside the transport.
     public var maxHandshakesInFlight: Int = 200
     /// Per-connection lws receive buffer (bytes). Larger messages arrive fragmented and are reassembled.
@@ -34,8 +33,8 @@ public struct WebSocketClientConfiguration: Sendable {
     public var lwsLogLevel: Int32 = 3
     /// Raise the soft `RLIMIT_NOFILE` to the hard limit when the client starts.
     public var raiseFileLimit: Bool = true
-    /// With libuv, lws takes over SIGINT and SIGTERM for its loop. They are passed here (on the
-    /// service thread). When nil, the signal's default action runs (the process terminates).
+    /// SIGINT and SIGTERM, while the client runs, are passed here (on the service thread, through
+    /// libuv signal watchers). When nil, the signal's default action runs (the process terminates).
     public var signalHandler: (@Sendable (Int32) -> Void)? = nil
     /// The `Sec-WebSocket-Protocol` to ask for (nil: none, as the Firebase SDKs send).
     public var subprotocol: String? = nil
@@ -66,13 +65,19 @@ public struct WebSocketCloseInfo: Sendable, Equatable {
     public var closedLocally: Bool
     /// We called ``WebSocketClient/abort(_:mode:)`` (no close frame was sent).
     public var aborted: Bool
-    /// The status code of a close frame the peer sent, if it sent one.
+    /// The status code of a close frame the peer sent, if it sent one (1005, ``CloseCode/noStatus``,
+    /// when its close frame had none).
     public var peerCloseCode: UInt16?
+    /// The reason text of the peer's close frame (empty when it gave none).
+    public var peerCloseReason = ""
     /// True when the client was shutting down and lws destroyed the connection.
     public var byShutdown: Bool
     /// The peer sent a message larger than ``WebSocketClientConfiguration/maxMessageBytes``: we
     /// closed with 1009.
     public var messageTooLarge = false
+
+    /// The peer's close code by name, when it is one this server sends.
+    public var closeCode: CloseCode? { peerCloseCode.flatMap { CloseCode(rawValue: Int($0)) } }
 }
 
 /// How ``WebSocketClient/abort(_:mode:)`` drops the TCP connection. Neither sends a close frame.
@@ -166,12 +171,12 @@ public func monotonicMicros() -> UInt64 {
 
 /// Errors thrown by ``WebSocketClient/start()``.
 public enum WebSocketClientError: Error, CustomStringConvertible {
-    case contextCreationFailed
+    case contextCreationFailed(String)
     case alreadyStarted
 
     public var description: String {
         switch self {
-        case .contextCreationFailed: "lws_create_context failed"
+        case .contextCreationFailed(let reason): reason
         case .alreadyStarted: "client already started"
         }
     }

@@ -148,7 +148,7 @@ public final class Engine {
     @discardableResult
     public func open(_ id: ConnectionID, namespace: String?, lastSession: String?, host: String, now: Int64) -> String {
         if let lastSession, let previous = sessions[lastSession], previous != id {
-            effects.append(.close(previous, code: 4001, reason: "replaced by a newer connection of the same client"))
+            effects.append(.close(previous, code: .replaced, reason: "replaced by a newer connection of the same client"))
             disconnect(previous, now: now)
         }
         let name = (namespace?.isEmpty ?? true) ? configuration.defaultNamespace : namespace!

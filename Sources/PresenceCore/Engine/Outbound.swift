@@ -36,5 +36,5 @@ public enum ReplyData: Sendable, Equatable {
 /// What the engine asks the shell to do, in order.
 public enum Effect: Sendable, Equatable {
     case send([ConnectionID], Outbound)
-    case close(ConnectionID, code: Int, reason: String)
+    case close(ConnectionID, code: CloseCode, reason: String)
 }

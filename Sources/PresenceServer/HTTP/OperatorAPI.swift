@@ -124,7 +124,7 @@ final class OperatorAPI {
         let reason = (try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue ?? "closed by an operator"
         logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
         outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
-                        .close(id, code: CloseCode.closedByOperator.rawValue, reason: reason)])
+                        .close(id, code: .closedByOperator, reason: reason)])
         return .json(200, "{\"closed\":true}")
     }
 

@@ -50,7 +50,7 @@ final class Outbox {
                 send(message, to: recipients, barrier: barrier, writeStartedAt: writeStartedAt)
             case let .close(id, code, reason):
                 guard let connection = table[id.raw] else { continue }
-                close(connection, code: code, reason: reason)
+                close(connection, code, reason: reason)
             }
         }
     }

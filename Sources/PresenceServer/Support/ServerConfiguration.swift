@@ -1,9 +1,11 @@
+import PresenceWire
+
 /// Everything the shell needs to start listening. Built from flags by `presence-server`.
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 9000
     /// Largest client message accepted (after joining fragments and count-prefixed pieces).
-    public var maxMessageBytes = 1_048_576
+    public var maxMessageBytes = FrameAssembler.defaultMaxMessageBytes
     /// Per-connection lws receive buffer. Small keeps idle connections cheap; fragments are joined.
     public var rxBufferBytes = 1024
     /// Seconds without traffic before the server sends a WebSocket ping.

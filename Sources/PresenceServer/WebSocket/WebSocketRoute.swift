@@ -82,7 +82,7 @@ final class WebSocketRoute {
         if let version, version != "5" {
             logger.notice("closing connection \(id): unsupported protocol version v=\(version)")
             outbox.perform([.send([ConnectionID(id)], .shutdown(reason: "Unsupported protocol version \(version); this server speaks v=5")),
-                            .close(ConnectionID(id), code: CloseCode.policyViolation.rawValue, reason: "unsupported protocol version")])
+                            .close(ConnectionID(id), code: .policyViolation, reason: "unsupported protocol version")])
         }
         steps.run()
     }
@@ -120,7 +120,7 @@ final class WebSocketRoute {
             handlingNanoseconds = MonotonicClock.nanoseconds() &- started
         case .tooLarge:
             let limit = configuration.maxMessageBytes
-            refuse(connection, .messageTooBig, reason: "message larger than \(limit) bytes", log: "sent a message over \(limit) bytes")
+            refuse(connection, .messageTooBig, reason: FrameAssembler.Failure.tooLarge(limit: limit).description, log: "sent a message over \(limit) bytes")
         case .piecesTooLarge(let error):
             refuse(connection, .messageTooBig, reason: error.description, log: "sent a multi-frame \(error)")
         }
@@ -179,7 +179,7 @@ final class WebSocketRoute {
     func refuse(_ connection: ShellConnection, _ code: CloseCode, reason: String, log: String) {
         logger.notice("closing connection \(connection.id) (\(connection.remote)): it \(log)")
         outbox.perform([.send([ConnectionID(connection.id)], .serverError(reason)),
-                        .close(ConnectionID(connection.id), code: code.rawValue, reason: reason)])
+                        .close(ConnectionID(connection.id), code: code, reason: reason)])
     }
 
     /// A PONG arrived: the peer is alive.

@@ -1,17 +1,6 @@
+import PresenceTesting
 import Testing
 @testable import PresenceCore
-
-/// A deterministic generator (SplitMix64) for reproducible ids.
-struct QuerySplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Always returns the same word: `next(upperBound: 64)` then always gives the same digit.
 struct QueryConstantRandom: RandomNumberGenerator {
@@ -47,7 +36,7 @@ struct QueryConstantRandom: RandomNumberGenerator {
 
     @Test func sameMillisecondIncrementsTheRandomPart() {
         var generator = PushID.Generator()
-        var random = QuerySplitMix(state: 7)
+        var random = SeededRandom(seed: 7)
         let first = generator.next(now: 1_000, using: &random)
         let second = generator.next(now: 1_000, using: &random)
         #expect(first.prefix(8) == second.prefix(8))
@@ -57,7 +46,7 @@ struct QueryConstantRandom: RandomNumberGenerator {
 
     @Test func strictlyIncreasingForEqualOrIncreasingTime() {
         var generator = PushID.Generator()
-        var random = QuerySplitMix(state: 42)
+        var random = SeededRandom(seed: 42)
         var previous = ""
         var now: Int64 = 1_700_000_000_000
         for step in 0..<5_000 {
@@ -90,7 +79,7 @@ struct QueryConstantRandom: RandomNumberGenerator {
 
     @Test func clockGoingBackwardsDoesNotReorder() {
         var generator = PushID.Generator()
-        var random = QuerySplitMix(state: 1)
+        var random = SeededRandom(seed: 1)
         let late = generator.next(now: 2_000, using: &random)
         let early = generator.next(now: 1_000, using: &random)
         #expect(late < early)

@@ -1,9 +1,10 @@
 import Testing
 import PresenceCore
+import PresenceTesting
 
 @Suite("Log entries")
 struct LogEntryTests {
-    static func randomEntry(_ random: inout QuerySplitMix) -> LogEntry {
+    static func randomEntry(_ random: inout SeededRandom) -> LogEntry {
         let keys = ["a", "b", "users", "100%", "-Nx9", "é"]
         func pick<T>(_ items: [T]) -> T { items.randomElement(using: &random)! }
         func path(_ count: Int) -> Path { Path(validated: (0..<count).map { _ in pick(keys) }) }
@@ -37,7 +38,7 @@ struct LogEntryTests {
     typealias LimitUsageChange = LogEntry.LimitUsageChange
 
     @Test func roundTrips() throws {
-        var random = QuerySplitMix(state: 5)
+        var random = SeededRandom(seed: 5)
         for _ in 0..<500 {
             let entry = Self.randomEntry(&random)
             let bytes = try entry.encoded()
@@ -105,7 +106,7 @@ struct LogEntryTests {
     }
 
     @Test func garbageNeverTraps() throws {
-        var random = QuerySplitMix(state: 11)
+        var random = SeededRandom(seed: 11)
         let valid = try Self.randomEntry(&random).encoded()
         // Every prefix, and every single-byte change, either decodes to something that encodes
         // again or fails with a DecodingError.

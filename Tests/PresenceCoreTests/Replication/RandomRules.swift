@@ -1,4 +1,5 @@
 import PresenceCore
+import PresenceTesting
 
 /// Random rules documents, trees and operations over a small key space, for the read-set
 /// soundness check: rule shapes that read `data`, `root` and `newData` through `child()` (literal,
@@ -6,10 +7,10 @@ import PresenceCore
 /// `hasChildren()` with and without names, the type tests and `getPriority()`, mixed with `auth`
 /// and combined with `!`, `&&`, `||` and `?:`.
 struct RandomRules {
-    var random: QuerySplitMix
+    var random: SeededRandom
     let keys = ["a", "b", "c", "alice"]
 
-    init(seed: UInt64) { random = QuerySplitMix(state: seed) }
+    init(seed: UInt64) { random = SeededRandom(seed: seed) }
 
     mutating func pick<T>(_ items: [T]) -> T { items.randomElement(using: &random)! }
     mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &random) < percent }

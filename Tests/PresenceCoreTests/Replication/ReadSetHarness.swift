@@ -1,5 +1,6 @@
 import Testing
 import PresenceCore
+import PresenceTesting
 
 /// One rules decision to check: rules, stored tree, who, and what.
 struct DecisionCase: CustomStringConvertible {
@@ -92,7 +93,7 @@ enum ReadSetHarness {
         var tally = SoundnessTally()
         var flippedHere = false
         for seed in seeds {
-            var random = QuerySplitMix(state: seed &* 0x9E37_79B9 &+ 17)
+            var random = SeededRandom(seed: seed &* 0x9E37_79B9 &+ 17)
             var tree = decisionCase.root
             var applied: [WrittenPath] = []
             var conflict = false
@@ -129,7 +130,7 @@ enum ReadSetHarness {
 
     /// A random write near what matters: the read set, the operation's paths, the stored tree.
     static func mutation(tree: Node, readSet: ReadSet, extraPaths: [Path], keys: [String],
-                         using random: inout QuerySplitMix) -> (Path, Node) {
+                         using random: inout SeededRandom) -> (Path, Node) {
         var anchors = readSet.subtrees + readSet.shapes + extraPaths
         anchors.removeAll { $0.segments.contains { !Path.isValidKey($0) } }
         var existing: [Path] = []
@@ -154,7 +155,7 @@ enum ReadSetHarness {
         return (path, value(keys: keys, depth: 0, using: &random))
     }
 
-    static func value(keys: [String], depth: Int, using random: inout QuerySplitMix) -> Node {
+    static func value(keys: [String], depth: Int, using random: inout SeededRandom) -> Node {
         let leaves: [Leaf] = [.number(0), .number(1), .number(2.5), .string("a"), .string("alice"), .bool(true), .bool(false)]
         var node: Node
         switch Int.random(in: 0..<10, using: &random) {

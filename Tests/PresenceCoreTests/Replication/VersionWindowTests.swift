@@ -1,5 +1,6 @@
 import Testing
 import PresenceCore
+import PresenceTesting
 
 @Suite("Version window")
 struct VersionWindowTests {
@@ -20,7 +21,7 @@ struct VersionWindowTests {
 
     static let keys = ["a", "b", "c"]
 
-    static func randomPath(_ random: inout QuerySplitMix) -> Path {
+    static func randomPath(_ random: inout SeededRandom) -> Path {
         switch Int.random(in: 0..<12, using: &random) {
         case 0: return VirtualPaths.rules
         case 1: return VirtualPaths.limitUsage(limit: keys.randomElement(using: &random)!, uid: "u")
@@ -29,12 +30,12 @@ struct VersionWindowTests {
         }
     }
 
-    static func randomWrite(_ random: inout QuerySplitMix) -> WrittenPath {
+    static func randomWrite(_ random: inout SeededRandom) -> WrittenPath {
         let path = randomPath(&random)
         return WrittenPath(path: path, reshapedFrom: Int.random(in: 0...path.count, using: &random))
     }
 
-    static func randomReadSet(_ random: inout QuerySplitMix) -> ReadSet {
+    static func randomReadSet(_ random: inout SeededRandom) -> ReadSet {
         var readSet = ReadSet()
         for _ in 0..<Int.random(in: 0...3, using: &random) {
             readSet.insert(randomPath(&random), Bool.random(using: &random) ? .shape : .subtree)
@@ -44,7 +45,7 @@ struct VersionWindowTests {
 
     @Test func agreesWithTheDefinitionOnRandomHistories() throws {
         for seed in UInt64(0)..<60 {
-            var random = QuerySplitMix(state: seed)
+            var random = SeededRandom(seed: seed)
             let capacity: UInt64 = [0, 1, 3, 10, 40, 10_000][Int(seed % 6)]
             let start: UInt64 = seed % 4 == 0 ? 0 : 1_000
             let window = VersionWindow(capacity: capacity, head: start)
@@ -115,7 +116,7 @@ struct VersionWindowTests {
     }
 
     @Test func aWindowStartedLaterAnswersAsOneThatSawEverything() throws {
-        var random = QuerySplitMix(state: 99)
+        var random = SeededRandom(seed: 99)
         let capacity: UInt64 = 20
         let history = (1...200).map { _ in (0..<Int.random(in: 0...2, using: &random)).map { _ in Self.randomWrite(&random) } }
         let whole = VersionWindow(capacity: capacity)
@@ -150,7 +151,7 @@ struct WrittenPathTests {
 
     @Test func nameExactlyTheAncestorsAWriteReshapesAndNothingElseChanges() {
         var generator = RandomRules(seed: 7)
-        var random = QuerySplitMix(state: 8)
+        var random = SeededRandom(seed: 8)
         var reshaping = 0
         for _ in 0..<4000 {
             let tree = generator.tree(depth: 0)

@@ -1,5 +1,8 @@
 /// WebSocket close codes (RFC 6455 §7.4) and when this server sends each. A close is always
 /// preceded by a control `e` (or `s`) message saying why, and the close frame carries the reason.
+///
+/// In the core because the engine's `Effect.close` names one (`replaced`); the shell closes with
+/// the others, and the client reads them.
 public enum CloseCode: Int, Sendable, CaseIterable {
     /// A normal close (the client's own, echoed).
     case normal = 1000
