@@ -3,18 +3,10 @@ send. A burst of pushes to one watcher must still arrive whole (each frame parse
 in write order, acks in order and only after their write is durable; frames that do not fit one
 send, or find the watcher's socket full, follow in order."""
 import json
-import re
-
-import requests
 
 from conftest import Server
+from test_floods import metric
 from wsraw import TEXT, Reader, frame, request, upgrade
-
-
-def metric(server, name):
-    text = requests.get(f"http://{server.host}:{server.port}/metrics", timeout=5).text
-    match = re.search(rf"^{name} (\d+(?:\.\d+)?)$", text, re.M)
-    return float(match.group(1)) if match else 0.0
 
 
 def connect(server):
