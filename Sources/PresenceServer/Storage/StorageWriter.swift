@@ -29,6 +29,8 @@ final class StorageWriter: @unchecked Sendable {
         var stopping = false
         /// The thread waits for work (a hand-over must signal `wake`).
         var sleeping = false
+        /// Hand-overs that had to wake the thread.
+        var wakeUps = 0
     }
 
     /// How a stopped writer left things: batches it could not store (never reported durable).
@@ -77,10 +79,14 @@ final class StorageWriter: @unchecked Sendable {
         let mustWake = pending.withLock { state in
             state.batches.append(contentsOf: batches)
             defer { state.sleeping = false }
+            if state.sleeping { state.wakeUps += 1 }
             return state.sleeping
         }
         if mustWake { wake.signal() }
     }
+
+    /// How many hand-overs had to wake the storage thread (the rest found it busy).
+    var wakeUps: Int { pending.withLock { $0.wakeUps } }
 
     /// Commits what is left and stops the thread; returns when everything handed over is stored,
     /// or when storage kept failing for `Retry.atStop` (then says what could not be stored).
