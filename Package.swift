@@ -76,7 +76,7 @@ let package = Package(
         // snapshots).
         .target(
             name: "PresenceRedis",
-            dependencies: ["CHiredis", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["CHiredis", "PresenceCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
         // The v5 wire codec: frames, requests, pushes; core errors mapped to wire statuses.
@@ -156,7 +156,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting"],
+        .testTarget(name: "PresenceCoreTests", dependencies: ["PresenceCore", "PresenceTesting", "PresenceWire"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(
             name: "PresenceAuthTests",

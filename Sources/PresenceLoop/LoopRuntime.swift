@@ -168,8 +168,11 @@ public final class LoopRuntime: @unchecked Sendable {
     /// every protocol of every vhost, and sometimes for nothing: call it from one place, and expect
     /// empty drains): runs the posted jobs in order, then a stop `requestStop` asked for.
     public func serviceWake() {
-        for job in inbox.take() { job() }
+        // The stop is read before the jobs are taken: every job posted before `requestStop` is then
+        // in this take. Read after, a stop asked for while the jobs ran would cut off the jobs
+        // posted between the take and the stop. A stop that arrives later wakes the loop again.
         let delay = stopDelay.load(ordering: .acquiring)
+        for job in inbox.take() { job() }
         if delay >= 0 { shutdown(afterMicroseconds: delay) }
     }
 

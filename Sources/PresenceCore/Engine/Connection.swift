@@ -137,6 +137,8 @@ struct HeldOps {
     /// Server timestamps resolve to this moment: `lastSeen` is when the user left.
     let disconnectedAt: Int64
     let runAt: Int64
+    /// Replicated: the run proposal in flight (the session is out of the timer's order meanwhile).
+    var running: UInt64? = nil
 }
 
 extension Credentials {

@@ -20,7 +20,11 @@ extension Engine {
     /// A filtered query is computed once per write for all its listeners, and not at all when
     /// every child the write changes was out of its range before and after (nothing it shows can
     /// have changed); each tag then gets one message for all its recipients.
-    func commit(_ writes: [(Path, Node)], in ns: Namespace) {
+    ///
+    /// `recordingWritten` (replicated apply): also returns each write's `WrittenPath`, computed on
+    /// the tree just before that write, for the version window.
+    @discardableResult
+    func commit(_ writes: [(Path, Node)], in ns: Namespace, recordingWritten: Bool = false) -> [WrittenPath] {
         let writePaths = writes.map(\.0)
         // The listeners do not depend on the data: find them first, so that filtered queries can
         // note what they showed before the tree changes.
@@ -51,13 +55,15 @@ extension Engine {
             if queryChanges[key] == nil { queryChanges[key] = Self.change(of: key, by: writePaths, root: ns.root) }
         }
 
+        var written: [WrittenPath] = []
         for (path, node) in writes {
+            if recordingWritten { written.append(WrittenPath(writing: node, at: path, over: ns.root)) }
             ns.root.set(node, at: path)
             record(.write(namespace: ns.name, path: path, value: node))
             if let online = configuration.onlineIndex { ns.onlineIndex.update(after: path, root: ns.root, configuration: online) }
         }
         noteHoldsData(ns)
-        guard !affected.isEmpty else { return }
+        guard !affected.isEmpty else { return written }
 
         // One message per distinct content; each encoded once by the shell.
         var messages: [(Outbound, [ConnectionID])] = []
@@ -107,6 +113,7 @@ extension Engine {
             }
         }
         for (message, recipients) in messages { effects.append(.send(recipients, message)) }
+        return written
     }
 
     /// What `writePaths` do to the query `key`, before they are applied.

@@ -73,6 +73,9 @@ extension Engine {
         if let refusal = storageRefusal() { return refusal }
         if !credentials.isAdmin, let refusal = namespaceCapRefusal(ns) { return refusal }
         guard !credentials.isAdmin, let touched = limits?.limits(guardingWritesTo: paths), !touched.isEmpty else { return nil }
+        // Replicated, the usage goes into the write's entry: every node applies it with the write.
+        proposal?.collectsLimitUsage = true
+        defer { proposal?.collectsLimitUsage = false }
         // Check them all before counting any (a refusal must consume nothing).
         if touched.count > 1 {
             for limit in touched where !standing(limit, credentials: credentials, in: ns, now: now).result.canProceed {
@@ -101,7 +104,7 @@ extension Engine {
             note(result.remainingCooldownMilliseconds > 0 ? .blockedByCooldown : .blockedByLimit, standing, now: now)
             return Self.refusal(limit, uses: uses, remainingCooldown: result.remainingCooldownMilliseconds)
         }
-        var usage = limitUsage[key] ?? .unused
+        var usage = storedUsage(key)
         let startedCooldown = usage.consume(at: now, uses: uses, cooldown: cooldown)
         store(usage, for: key)
         standing.result = result(limit, tier: tier, usage: usage, now: now)
@@ -128,10 +131,16 @@ extension Engine {
     /// The user's standing now. Brings their stored usage up to `now` first (a cooldown that ended
     /// resets the count exactly at its end), recording what changed.
     func standing(_ limit: LimitDefinition, credentials: Credentials, in ns: Namespace, now: Int64) -> Standing {
-        let tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now)
+        let tier: LimitTier?
+        if let context = proposal, context.collectsLimitUsage {
+            // Replicated: the tier may read data; a change there ordered first aborts the write.
+            tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now, recording: &context.reads)
+        } else {
+            tier = limit.tier(auth: credentials.rulesAuth, root: ns.root, now: now)
+        }
         let uid = credentials.uid
         let key = uid.map { LimitUsageKey(namespace: ns.name, limit: limit.name, uid: $0) }
-        var usage = key.flatMap { limitUsage[$0] } ?? .unused
+        var usage = key.map(storedUsage) ?? .unused
         /// No tier applies: nothing is permitted.
         func refused(key: LimitUsageKey?, usage: Int) -> Standing {
             Standing(namespace: ns.name, limit: limit, tier: nil, key: key, result: FeatureLimitResult(
@@ -173,15 +182,33 @@ extension Engine {
         }
     }
 
+    /// A user's usage of a limit; replicated, as the write being evaluated has changed it so far,
+    /// recording the read (a concurrent use of the same limit ordered first aborts the write).
+    func storedUsage(_ key: LimitUsageKey) -> LimitUsage {
+        guard let context = proposal, context.collectsLimitUsage else { return limitUsage[key] ?? .unused }
+        context.reads.insert(VirtualPaths.limitUsage(limit: key.limit, uid: key.uid), .subtree)
+        if let change = context.limitChanges.last(where: { $0.limit == key.limit && $0.uid == key.uid }) {
+            return change.usage ?? .unused
+        }
+        return limitUsage[key] ?? .unused
+    }
+
     func store(_ usage: LimitUsage, for key: LimitUsageKey) {
+        if let context = proposal, context.collectsLimitUsage {
+            context.limitChanges.removeAll { $0.limit == key.limit && $0.uid == key.uid }
+            context.limitChanges.append(LogEntry.LimitUsageChange(limit: key.limit, uid: key.uid, usage: usage == .unused ? nil : usage))
+            return
+        }
         if usage == .unused { limitUsage.removeValue(forKey: key) } else { limitUsage[key] = usage }
         record(.setLimitUsage(key, usage == .unused ? nil : usage))
     }
 
+    /// Replicated, events of a request that proposes wait until its entry commits.
     func note(_ outcome: LimitEvent.Outcome, _ standing: Standing, now: Int64) {
-        limitEvents.append(LimitEvent(
+        let event = (LimitEvent(
             at: now, namespace: standing.namespace, limit: standing.limit.name, tier: standing.tier?.name,
             uid: standing.key?.uid, outcome: outcome, currentUsage: standing.result.currentUsage,
             remainingCooldownMilliseconds: standing.result.remainingCooldownMilliseconds))
+        if let context = proposal { context.events.append(event) } else { limitEvents.append(event) }
     }
 }

@@ -9,6 +9,11 @@ extension Engine {
         if let existing = namespaces[name] { return existing }
         let created = Namespace(name: name, policy: defaultPolicy)
         namespaces[name] = created
+        if let replication = configuration.replication {
+            // Replicated, a namespace is a replica of its log: it serves once it has caught up.
+            created.replica = ReplicaState(window: VersionWindow(capacity: replication.windowCapacity))
+            clusterEffects.append(.follow(namespace: name))
+        }
         return created
     }
 
@@ -30,8 +35,9 @@ extension Engine {
     /// Forgets `ns` when nothing keeps it in memory.
     func releaseIfIdle(_ ns: Namespace) {
         guard ns.connectionCount == 0, !ns.holdsData, ns.listeners.count == 0, held.count(inNamespace: ns.name) == 0,
-              namespaces[ns.name] === ns else { return }
+              (ns.replica?.pendingSteps ?? 0) == 0, namespaces[ns.name] === ns else { return }
         namespaces.removeValue(forKey: ns.name)
+        if ns.replica != nil { clusterEffects.append(.unfollow(namespace: ns.name)) }
     }
 
     /// The refusal for giving data to one more namespace past the cap, or nil. Logged once each

@@ -1,9 +1,16 @@
+/// Client writes: resolve, check, count, then commit. One node commits at once; replicated, the
+/// same checks record what they read and the change is proposed to the log instead (`finish`).
 extension Engine {
     /// Resolves server values and validates one value to be written at `path`.
     func prepare(_ data: JSON, at path: Path, in ns: Namespace, now: Int64) throws(DataError) -> (Path, Node) {
-        let resolved = ServerValues.containsPlaceholder(data)
-            ? try ServerValues.resolve(data, at: path, now: now, current: { ns.root.node(at: $0) })
-            : data
+        let resolved: JSON
+        if !ServerValues.containsPlaceholder(data) {
+            resolved = data
+        } else if let context = proposal {
+            resolved = try ServerValues.resolve(data, at: path, now: now, current: { ns.root.node(at: $0) }, recording: &context.reads)
+        } else {
+            resolved = try ServerValues.resolve(data, at: path, now: now, current: { ns.root.node(at: $0) })
+        }
         if path.last == ".priority", let parent = path.parent {
             // A write to `x/.priority` changes only the priority of `x`. It is applied, stored and
             // pushed as that (`x/.priority` = the priority), not as a rewrite of x's whole subtree:
@@ -12,6 +19,8 @@ extension Engine {
             guard priorityNode.isNull || priorityNode.leafValue.map({ if case .bool = $0 { return false } else { return true } }) == true else {
                 throw DataError.invalidData(path: path.description, reason: ".priority must be a string, number or null")
             }
+            // What it does depends on the stored x (the rules see x with the new priority).
+            proposal?.reads.insert(parent, .subtree)
             // No node at x: nothing to give a priority (as the clients do).
             if ns.root.node(at: parent).isNull { return (parent, .null) }
             return (path, priorityNode)
@@ -38,36 +47,56 @@ extension Engine {
             guard write.0.last == ".priority", let parent = write.0.parent else { return write }
             return (parent, ns.root.node(at: parent).withPriority(write.1.leafValue.flatMap(Priority.init(leaf:))))
         }
-        if ns.policy.allowsWrite(view, root: ns.root, auth: credentials.rulesAuth, now: now) { return true }
+        let allowed: Bool
+        if let context = proposal {
+            allowed = ns.policy.allowsWrite(view, root: ns.root, auth: credentials.rulesAuth, now: now, recording: &context.reads)
+        } else {
+            allowed = ns.policy.allowsWrite(view, root: ns.root, auth: credentials.rulesAuth, now: now)
+        }
+        if allowed { return true }
         counters.ruleDenials["write", default: 0] += 1
         return false
     }
 
-    /// `p`: replace the value at `path`.
-    func put(_ id: ConnectionID, path: Path, data: JSON, hash: String?, now: Int64) -> Result<Void, EngineError> {
+    /// A transaction (`p` with `h`) or REST `if-match`: the write applies only while the value at
+    /// `path` is the one whose hash (or ETag) the client gives. Replicated, that value is a read
+    /// of its whole subtree, and an abort answers `datastale` instead of evaluating again.
+    func checkExpected(_ expected: String, at path: Path, in ns: Namespace, etag: Bool) -> EngineError? {
+        let current = ns.root.node(at: path)
+        if etag {
+            if expected != self.etag(current) { return .dataStale }
+        } else {
+            guard let hash = self.hash(current) else {
+                return .notSupported("Transactions need the server's data hash, which is not configured")
+            }
+            if hash != expected { return .dataStale }
+        }
+        proposal?.reads.insert(path, .subtree)
+        proposal?.onAbort = .dataStale
+        return nil
+    }
+
+    /// The REST ETag of a value (§9.3): its data hash, or `null_etag` for no data (or no digest).
+    public func etag(_ node: Node) -> String {
+        node.isNull ? "null_etag" : (hash(node) ?? "null_etag")
+    }
+
+    /// `p`: replace the value at `path`. nil: proposed, answered when applied.
+    func put(_ id: ConnectionID, path: Path, data: JSON, hash: String?, now: Int64) -> Result<Void, EngineError>? {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
         let ns = namespace(connection.namespace)
-        if let hash {
-            // A transaction: it applies only if the value is still the one the client started from.
-            guard let current = self.hash(ns.root.node(at: path)) else {
-                return .failure(.notSupported("Transactions need the server's data hash, which is not configured"))
-            }
-            if current != hash { return .failure(.dataStale) }
-        }
+        if let hash, let refusal = checkExpected(hash, at: path, in: ns, etag: false) { return .failure(refusal) }
         let write: (Path, Node)
         do { write = try prepare(data, at: path, in: ns, now: now) } catch { return .failure(EngineError(error)) }
         guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
         if let refusal = useWriteLimits([write.0], credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
-        commit([write], in: ns)
-        counters.writes["set", default: 0] += 1
-        supersedeHeld(by: [write.0], credentials: connection.credentials, namespace: ns.name)
-        return .success(())
+        return finish([write], in: ns, credentials: connection.credentials, label: "set").map { $0.map { _ in () } }
     }
 
-    /// `m`: replace each child path under `path`, all or nothing.
-    func merge(_ id: ConnectionID, path: Path, children: [Request.Update], now: Int64) -> Result<Void, EngineError> {
+    /// `m`: replace each child path under `path`, all or nothing. nil: proposed.
+    func merge(_ id: ConnectionID, path: Path, children: [Request.Update], now: Int64) -> Result<Void, EngineError>? {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
         let ns = namespace(connection.namespace)
         let writes: [(Path, Node)]
@@ -79,9 +108,32 @@ extension Engine {
             return .failure(.permissionDenied)
         }
         if let refusal = useWriteLimits(writes.map(\.0), credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
-        commit(writes, in: ns)
-        counters.writes["update", default: 0] += 1
-        supersedeHeld(by: writes.map(\.0), credentials: connection.credentials, namespace: ns.name)
-        return .success(())
+        return finish(writes, in: ns, credentials: connection.credentials, label: "update").map { $0.map { _ in () } }
+    }
+
+    /// The last step of a client write that passed every check: one node commits it now;
+    /// replicated, it is proposed (nil), and committed when the log's order reaches it.
+    func finish(_ writes: [(Path, Node)], in ns: Namespace, credentials: Credentials, label: String)
+        -> Result<[(Path, Node)], EngineError>?
+    {
+        guard proposal != nil else {
+            commitWrite(writes, in: ns, identity: credentials.identity, label: label)
+            return .success(writes)
+        }
+        if let refusal = propose(.write, writes: writes, in: ns, identity: credentials.identity, label: label) {
+            return .failure(refusal)
+        }
+        return nil
+    }
+
+    /// A client's write, applied: the tree, pushes, then the held ops it supersedes. One node calls
+    /// it when the write is checked; replicated, every node calls it at the write's revision.
+    @discardableResult
+    func commitWrite(_ writes: [(Path, Node)], in ns: Namespace, identity: String?, label: String,
+                     recordingWritten: Bool = false, writtenBy session: String? = nil) -> [WrittenPath] {
+        let written = commit(writes, in: ns, recordingWritten: recordingWritten)
+        counters.writes[label, default: 0] += 1
+        if let identity { supersedeHeld(by: writes.map(\.0), identity: identity, namespace: ns.name, except: session) }
+        return written
     }
 }

@@ -16,14 +16,19 @@ public final class Engine {
         public var onlineIndex: OnlineIndexConfiguration?
         /// What one connection may hold and how big one read may be (`EngineLimits`).
         public var limits: EngineLimits
+        /// One node of a cluster sharing each namespace through a log (docs/scaling.md); nil
+        /// (the default) is the single node, which commits every change at once.
+        public var replication: ReplicationConfiguration?
         public init(defaultNamespace: String = "default", disconnectGraceMilliseconds: Int64 = 0,
                     hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil,
-                    onlineIndex: OnlineIndexConfiguration? = .default, limits: EngineLimits = .default) {
+                    onlineIndex: OnlineIndexConfiguration? = .default, limits: EngineLimits = .default,
+                    replication: ReplicationConfiguration? = nil) {
             self.defaultNamespace = defaultNamespace
             self.disconnectGraceMilliseconds = disconnectGraceMilliseconds
             self.hashDigest = hashDigest
             self.onlineIndex = onlineIndex
             self.limits = limits
+            self.replication = replication
         }
     }
 
@@ -61,6 +66,17 @@ public final class Engine {
     var namespaceCapLogged = false
     /// Why storage cannot take changes now (a full disk), or nil: writes are refused meanwhile.
     var storageUnavailable: String?
+    /// Replicated mode only (`Engine+Propose`, `Engine+Apply`): the request being evaluated, the
+    /// steps waiting for the log or the session store, the connections waiting behind them, and
+    /// what the cluster must do next.
+    var proposal: ProposalContext?
+    var pending: [UInt64: PendingStep] = [:]
+    var pipelines: [ConnectionID: ConnectionPipeline] = [:]
+    var lastSerial: UInt64 = 0
+    var clusterEffects: [ClusterEffect] = []
+    var recentRuns = RecentRuns()
+    /// Sessions asked of the store with TAKEOVER, and the connection that asked.
+    var awaitingTakeover: [String: ConnectionID] = [:]
 
     public init(
         configuration: Configuration = Configuration(),
@@ -98,16 +114,7 @@ public final class Engine {
 
     /// Gives one namespace its own rules (REST `PUT /.settings/rules.json?ns=…`), atomically.
     public func setRules(_ rules: RuleSet, text: String, namespace name: String, now: Int64) {
-        let ns = namespace(name)
-        ns.ownRules = rules
-        ns.ownRulesText = text
-        ns.policy = rules
-        noteHoldsData(ns)
-        record(.setRules(namespace: name, document: text))
-        // Only this namespace's connections with listens are put in order (a PUT of one namespace's
-        // rules used to sort every connection of the server).
-        let affected = connections.filter { $0.value.namespace == name && $0.value.listens.count > 0 }.keys.sorted()
-        for id in affected { revokeUnreadableListens(id, now: now) }
+        installRules(text, in: namespace(name), now: now, parsed: rules)
     }
 
     /// The rules in force for a namespace: the uploaded text if it has its own, else the default
@@ -162,6 +169,9 @@ public final class Engine {
             if held[lastSession]?.identity == Credentials.unauthenticated.identity {
                 cancelHeld(session: lastSession)
             }
+        } else if let lastSession, configuration.replication != nil, sessions[lastSession] == nil {
+            // Replicated, the session may belong to another node (or to a dead one).
+            requestTakeover(lastSession, by: connection, now: now)
         }
         connections[id] = connection
         sessions[sessionID] = id
@@ -175,24 +185,20 @@ public final class Engine {
     public func disconnect(_ id: ConnectionID, now: Int64) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         sessions.removeValue(forKey: connection.sessionID)
+        pipelines.removeValue(forKey: id)
         let ns = namespace(connection.namespace)
         ns.connectionCount -= 1
         defer { releaseIfIdle(ns) }
         for listen in connection.listens.values { ns.listeners.remove(listen.listener) }
         guard !connection.onDisconnect.isEmpty else { return }
+        if configuration.replication != nil { return holdReplicated(connection, now: now) }
         let grace = configuration.disconnectGraceMilliseconds
         if grace <= 0 {
             runOnDisconnect(connection.onDisconnect, in: ns, timestamp: now, now: now)
             record(.removeSession(sessionID: connection.sessionID))
             return
         }
-        let entry = HeldOps(
-            sessionID: connection.sessionID, namespace: connection.namespace,
-            identity: connection.credentials.identity, queue: connection.onDisconnect,
-            disconnectedAt: now, runAt: now + grace)
-        held[connection.sessionID] = entry
-        counters.onDisconnectSessionsHeld += 1
-        recordHeld(entry)
+        recordHeld(hold(connection, now: now, grace: grace))
         scheduleDeadline(now + grace)
     }
 
@@ -205,8 +211,16 @@ public final class Engine {
     // MARK: Requests
 
     /// Executes one request. Requests of a connection must be handled in the order received.
+    /// Replicated, a request that must go through the log (or the session store) is answered
+    /// when it is applied, and the connection's later requests wait behind it (`Engine+Propose`).
     public func handle(_ request: NumberedRequest, from id: ConnectionID, now: Int64) {
         guard connections[id] != nil else { return }
+        if configuration.replication != nil { return handleReplicated(request, from: id, now: now) }
+        execute(request, from: id, now: now)
+    }
+
+    /// One request, evaluated now. A write answered later (replicated) replies nothing here.
+    func execute(_ request: NumberedRequest, from id: ConnectionID, now: Int64) {
         let number = request.number
         switch request.request {
         case .stats(let sdk):
@@ -229,20 +243,20 @@ public final class Engine {
         case let .get(path, query):
             get(id, number: number, path: path, query: query, now: now)
         case let .put(path, data, hash):
-            let result = put(id, path: path, data: data, hash: hash, now: now)
-            reply(number, result.map { .empty }, to: id)
+            if let result = put(id, path: path, data: data, hash: hash, now: now) { reply(number, result.map { .empty }, to: id) }
         case let .merge(path, children):
-            let result = merge(id, path: path, children: children, now: now)
-            reply(number, result.map { .empty }, to: id)
+            if let result = merge(id, path: path, children: children, now: now) { reply(number, result.map { .empty }, to: id) }
         case let .onDisconnectPut(path, data):
-            let result = registerOnDisconnect(id, path: path, updates: [Request.Update(path: .root, value: data)], isMerge: false, now: now)
-            reply(number, result.map { .empty }, to: id)
+            let updates = [Request.Update(path: .root, value: data)]
+            if let result = registerOnDisconnect(id, path: path, updates: updates, isMerge: false, now: now) {
+                reply(number, result.map { .empty }, to: id)
+            }
         case let .onDisconnectMerge(path, children):
-            let result = registerOnDisconnect(id, path: path, updates: children, isMerge: true, now: now)
-            reply(number, result.map { .empty }, to: id)
+            if let result = registerOnDisconnect(id, path: path, updates: children, isMerge: true, now: now) {
+                reply(number, result.map { .empty }, to: id)
+            }
         case let .onDisconnectCancel(path):
-            cancelOnDisconnect(id, path: path)
-            reply(number, .success(.empty), to: id)
+            if cancelOnDisconnect(id, path: path) { reply(number, .success(.empty), to: id) }
         }
     }
 

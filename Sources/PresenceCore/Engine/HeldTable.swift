@@ -73,7 +73,7 @@ struct HeldTable: Sequence {
         while head < order.count, order[head].runAt <= now {
             let (runAt, session) = order[head]
             head += 1
-            if let entry = entries[session], entry.runAt == runAt {
+            if let entry = entries[session], entry.runAt == runAt, entry.running == nil {
                 removeValue(forKey: session)
                 due.append(entry)
             }

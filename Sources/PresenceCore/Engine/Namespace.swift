@@ -18,6 +18,8 @@ final class Namespace {
     var connectionCount = 0
     /// Whether it holds data or rules of its own, as last counted in `Engine.namespacesHoldingData`.
     var countedAsHoldingData = false
+    /// Replicated mode: the replica's bookkeeping (its version window, whether it is caught up).
+    var replica: ReplicaState?
 
     /// Data or rules of its own: what keeps a namespace in memory (and counts against the cap).
     var holdsData: Bool { !root.isNull || ownRules != nil }

@@ -14,6 +14,7 @@
 /// - `b`: base revision. `r` / `s`: the read set's subtrees / shapes. `w`: `[path, value]` pairs
 ///   (export format, so priorities survive). `l`: `[limit, uid, usage or null]`, usage
 ///   `{"c": count, "t": cooldownStartedAt}`. `id`: identity. `o`: `[node, connection, request]`.
+///   `sn`: the proposing connection's session.
 ///   `a`: `stale` for `dataStale` (absent: `repropose`). Empty lists and absent values are omitted.
 /// - Paths: `""` is the root, else `/` before each key, with `%` and `/` in keys written `%25`
 ///   and `%2F` (virtual keys such as a uid may hold them).
@@ -75,6 +76,7 @@ extension LogEntry {
         if let origin {
             members.append(("o", .array([.string(origin.node), Self.json(origin.connection), Self.json(origin.request)])))
         }
+        if let session { members.append(("sn", .string(session))) }
         if onAbort == .dataStale { members.append(("a", "stale")) }
         return Array(JSONWriter.string(.object(members)).utf8)
     }
@@ -137,6 +139,11 @@ extension LogEntry {
             }
             origin = Origin(node: node, connection: connection, request: request)
         }
+        var session: String?
+        if let value = json["sn"], !value.isNull {
+            guard let text = value.stringValue else { throw .invalid("session must be a string") }
+            session = text
+        }
         let onAbort: OnAbort
         switch json["a"] {
         case nil, .null?: onAbort = .repropose
@@ -144,7 +151,7 @@ extension LogEntry {
         default: throw .invalid("unknown abort action")
         }
         self.init(namespace: namespace, kind: kind, base: base, readSet: readSet, writes: writes,
-                  limitUsage: limitUsage, identity: identity, origin: origin, onAbort: onAbort)
+                  limitUsage: limitUsage, identity: identity, origin: origin, session: session, onAbort: onAbort)
     }
 
     // MARK: Pieces

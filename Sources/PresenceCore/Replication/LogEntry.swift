@@ -15,7 +15,8 @@ public struct LogEntry: Sendable, Equatable {
         /// A client's write (`p`, `m`, REST `PUT`/`PATCH`/`DELETE`).
         case write
         /// The onDisconnect ops of a held session, run by its owner: the ops that passed their
-        /// rules, as writes. Appended with SEQ's `run` claim on the session.
+        /// rules, as writes. Appended with SEQ's `own` claim on the session; the owner drops the
+        /// record once it commits (`SessionClaim`).
         case runHeld(session: String)
         /// A new rules document for the namespace (its source text); nil forgets it. Applied as a
         /// write of `VirtualPaths.rules`.
@@ -88,11 +89,15 @@ public struct LogEntry: Sendable, Equatable {
     /// when the step has no client behind it.
     public var identity: String?
     public var origin: Origin?
+    /// The session of the connection that proposed it, if any: a write never supersedes its own
+    /// session's held ops (it is that session's, applied after it ended, not a sign that the user
+    /// came back), wherever those ops are held by then.
+    public var session: String?
     public var onAbort: OnAbort
 
     public init(namespace: String, kind: Kind, base: UInt64, readSet: ReadSet = ReadSet(), writes: [Write] = [],
                 limitUsage: [LimitUsageChange] = [], identity: String? = nil, origin: Origin? = nil,
-                onAbort: OnAbort = .repropose) {
+                session: String? = nil, onAbort: OnAbort = .repropose) {
         self.namespace = namespace
         self.kind = kind
         self.base = base
@@ -101,6 +106,7 @@ public struct LogEntry: Sendable, Equatable {
         self.limitUsage = limitUsage
         self.identity = identity
         self.origin = origin
+        self.session = session
         self.onAbort = onAbort
     }
 

@@ -68,6 +68,33 @@ public final class VersionWindow {
         expire()
     }
 
+    /// What each revision still in the window wrote (`(floor, head]`, revisions that wrote
+    /// nothing left out): with `head` and `capacity`, all a snapshot needs to rebuild the window
+    /// exactly (`init(capacity:head:history:)`), so that a node started from it validates
+    /// every base in the window as the others do.
+    public var history: [(rev: UInt64, writes: [WrittenPath])] { Array(expiry[expiryStart...]) }
+
+    /// The window another node had at `head`, from its `history`: it validates exactly as that
+    /// window did, bases back to `head - capacity` included.
+    public convenience init(capacity: UInt64 = VersionWindow.defaultCapacity, head: UInt64,
+                            history: [(rev: UInt64, writes: [WrittenPath])]) throws(OutOfOrder) {
+        let start = head >= capacity ? head - capacity : 0
+        self.init(capacity: capacity, head: start)
+        var next = history.startIndex
+        while next < history.endIndex, history[next].rev <= start { next += 1 }
+        var rev = start
+        while rev < head {
+            rev += 1
+            if next < history.endIndex, history[next].rev == rev {
+                try record(history[next].writes, rev: rev)
+                next += 1
+            } else {
+                try record([], rev: rev)
+            }
+        }
+        guard next == history.endIndex else { throw OutOfOrder(head: head, rev: history[next].rev) }
+    }
+
     /// Records plain paths, each as possibly reshaping all its ancestors (sound, less precise).
     public func record(writes: [Path], rev: UInt64) throws(OutOfOrder) {
         try record(writes.map { WrittenPath($0) }, rev: rev)

@@ -1,37 +1,15 @@
+import PresenceCore
+
 /// One entry of a namespace's log: stream ID `<rev>-0`, fields `k` (kind), `n` (the node that
-/// appended it), `t` (Redis time, ms) and the kind's own fields.
-public struct RedisLogEntry: Sendable, Equatable {
-    public enum Body: Sendable, Equatable {
-        /// `p`: a step proposed by `node` (field `e`: the engine's entry, opaque here).
-        case proposal([UInt8])
-        /// `dead`: `node` (a reaper, or a new incarnation of the same name) declared `deadNode`
-        /// dead; it had last beaten at `lastBeat` (Redis ms).
-        case nodeDead(deadNode: String, lastBeat: Int64)
-        /// `leave`: `node` stopped gracefully; its live sessions count as disconnected at `at`.
-        case nodeLeft(at: Int64)
-        /// `takeover`: `node` took session `session` over from `from`, which closes that
-        /// connection (4001) without running its ops.
-        case takeover(session: String, from: String)
-        /// A kind this version does not know (a newer node wrote it): stop applying, do not skip.
-        case unknown(kind: String)
-    }
+/// appended it), `t` (Redis time, ms) and the kind's own fields. It is the engine's
+/// `LogRevision` (`Engine.apply` takes it as read), parsed from the stream here.
+public typealias RedisLogEntry = LogRevision
 
-    public let rev: UInt64
-    public let node: String
-    public let time: Int64
-    public let body: Body
-
-    public init(rev: UInt64, node: String, time: Int64, body: Body) {
-        self.rev = rev
-        self.node = node
-        self.time = time
-        self.body = body
-    }
-
+extension LogRevision {
     /// Parses `[id, [field, value, ...]]` as XRANGE and XREAD return it.
     init?(_ reply: RedisReply) {
         guard let parts = reply.array, parts.count == 2, let id = parts[0].string,
-              let rev = RedisLogEntry.revision(ofID: id), let list = parts[1].array else { return nil }
+              let rev = LogRevision.revision(ofID: id), let list = parts[1].array else { return nil }
         var fields: [String: [UInt8]] = [:]
         var index = 0
         while index + 1 < list.count {

@@ -32,6 +32,7 @@ struct LogEntryTests {
             base: pick([0, 41, 1 << 53, (1 << 53) + 1, UInt64.max]), readSet: readSet, writes: writes, limitUsage: usage,
             identity: pick([nil, "uid:alice", "anonymous", "admin"]),
             origin: Bool.random(using: &random) ? nil : LogEntry.Origin(node: "10.0.0.5:9001#x7k", connection: UInt64.max, request: 17),
+            session: pick([nil, "a#1-s3", "sé\"ssion"]),
             onAbort: Bool.random(using: &random) ? .repropose : .dataStale)
     }
 

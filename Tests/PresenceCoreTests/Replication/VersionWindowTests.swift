@@ -131,6 +131,31 @@ struct VersionWindowTests {
             #expect(late.validate(readSet, base: base) == whole.validate(readSet, base: base))
         }
     }
+
+    @Test func aWindowRebuiltFromAnothersHistoryAnswersAsIt() throws {
+        var random = SeededRandom(seed: 7)
+        let capacity: UInt64 = 30
+        let original = VersionWindow(capacity: capacity)
+        for rev in 1...150 as ClosedRange<UInt64> {
+            try original.record((0..<Int.random(in: 0...2, using: &random)).map { _ in Self.randomWrite(&random) }, rev: rev)
+        }
+        let rebuilt = try VersionWindow(capacity: capacity, head: original.head, history: original.history)
+        #expect(rebuilt.head == original.head && rebuilt.floor == original.floor)
+        for rev in 151...200 as ClosedRange<UInt64> {
+            for _ in 0..<20 {
+                let readSet = Self.randomReadSet(&random)
+                let base = UInt64.random(in: (original.floor - 2)...(original.head + 1), using: &random)
+                #expect(rebuilt.validate(readSet, base: base) == original.validate(readSet, base: base))
+            }
+            let writes = (0..<Int.random(in: 0...2, using: &random)).map { _ in Self.randomWrite(&random) }
+            try original.record(writes, rev: rev)
+            try rebuilt.record(writes, rev: rev)
+        }
+        // A history that does not fit its head is refused.
+        #expect(throws: VersionWindow.OutOfOrder.self) {
+            try VersionWindow(capacity: capacity, head: 10, history: [(rev: 11, writes: [WrittenPath(try Path("/a"))])])
+        }
+    }
 }
 
 @Suite("Written paths")
