@@ -34,11 +34,7 @@ import Testing
             presence_tap_accepted(fd)
             feed(head)
             presence_tap_established(fd)
-            var offset = 0
-            while offset < stream.count {
-                feed(Array(stream[offset..<min(offset + split, stream.count)]))
-                offset += split
-            }
+            feed(stream, split: split)
             #expect(presence_tap_unmasked(fd) == 0, "split \(split)")
             feed(frame(Array("late".utf8), masked: false))
             #expect(presence_tap_unmasked(fd) == 1, "split \(split)")
@@ -90,17 +86,22 @@ import Testing
         return (code, why.map { String(cString: $0) })
     }
 
+    /// Feeds `stream` in pieces of `split` bytes.
+    func feed(_ stream: [UInt8], split: Int) {
+        var offset = 0
+        while offset < stream.count {
+            feed(Array(stream[offset..<min(offset + split, stream.count)]))
+            offset += split
+        }
+    }
+
     /// Feeds `stream` after a handshake, split every `split` bytes; returns the violation seen.
     func follow(_ stream: [UInt8], split: Int) -> (Int32, String?) {
         presence_tap_accepted(fd)
         defer { presence_tap_forget(fd) }
         feed(head)
         presence_tap_established(fd)
-        var offset = 0
-        while offset < stream.count {
-            feed(Array(stream[offset..<min(offset + split, stream.count)]))
-            offset += split
-        }
+        feed(stream, split: split)
         return violation()
     }
 

@@ -30,16 +30,11 @@ extension RESTHandler {
             }
             return nil
         }
-        guard request.path.hasSuffix(".json") else {
-            return .error(404, "Not found: data paths end in .json, e.g. /users/alice.json")
-        }
-        let credentials: Credentials
-        switch resolveCredentials(request, now: now) {
-        case .success(let resolved): credentials = resolved
+        let credentials: Credentials, path: Path
+        switch dataTarget(request, now: now) {
+        case .success(let target): (credentials, path) = target
         case .failure(let refusal): return refusal.response
         }
-        let path: Path
-        do { path = try Path(String(request.path.dropLast(".json".count))) } catch { return .error(400, error.description) }
         switch method {
         case "PUT", "DELETE", "PATCH", "POST":
             let below = method == "PATCH" || method == "POST"

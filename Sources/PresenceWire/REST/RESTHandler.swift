@@ -30,18 +30,12 @@ public final class RESTHandler {
         if request.path == "/.settings/rules.json" {
             return rules(method, request: request, now: now)
         }
-        guard request.path.hasSuffix(".json") else {
-            return .error(404, "Not found: data paths end in .json, e.g. /users/alice.json")
-        }
-        let credentials: Credentials
-        switch resolveCredentials(request, now: now) {
-        case .success(let resolved): credentials = resolved
+        let credentials: Credentials, path: Path
+        switch dataTarget(request, now: now) {
+        case .success(let target): (credentials, path) = target
         case .failure(let refusal): return refusal.response
         }
         let namespace = namespace(of: request)
-        let rawPath = String(request.path.dropLast(".json".count))
-        let path: Path
-        do { path = try Path(rawPath) } catch { return .error(400, error.description) }
         switch method {
         case "GET": return get(path, namespace: namespace, credentials: credentials, request: request, now: now)
         case "PUT", "PATCH", "POST", "DELETE":
@@ -55,19 +49,31 @@ public final class RESTHandler {
     public func stream(_ request: HTTPRequest, now: Int64) -> Result<StreamRequest, HTTPRefusal>? {
         guard request.method == "GET", request.headers["accept"]?.contains("text/event-stream") == true,
               request.path.hasSuffix(".json") else { return nil }
-        let credentials: Credentials
-        switch resolveCredentials(request, now: now) {
-        case .success(let resolved): credentials = resolved
+        let credentials: Credentials, path: Path
+        switch dataTarget(request, now: now) {
+        case .success(let target): (credentials, path) = target
         case .failure(let refusal): return .failure(refusal)
-        }
-        let path: Path
-        do { path = try Path(String(request.path.dropLast(".json".count))) } catch {
-            return .failure(HTTPRefusal(.error(400, error.description)))
         }
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .failure(HTTPRefusal(.error(400, error.description))) }
         let namespace = namespace(of: request)
         return .success(StreamRequest(path: path, namespace: namespace, credentials: credentials, query: query))
+    }
+
+    /// A data request's (`/a/b.json`) credentials and location, or why it is refused (not a data
+    /// path, then the credentials, then the path).
+    func dataTarget(_ request: HTTPRequest, now: Int64) -> Result<(credentials: Credentials, path: Path), HTTPRefusal> {
+        guard request.path.hasSuffix(".json") else {
+            return .failure(HTTPRefusal(.error(404, "Not found: data paths end in .json, e.g. /users/alice.json")))
+        }
+        let credentials: Credentials
+        switch resolveCredentials(request, now: now) {
+        case .success(let resolved): credentials = resolved
+        case .failure(let refusal): return .failure(refusal)
+        }
+        do { return .success((credentials, try Path(String(request.path.dropLast(".json".count))))) } catch {
+            return .failure(HTTPRefusal(.error(400, error.description)))
+        }
     }
 
     /// The database a request names with `ns` (empty or missing: the default one).
