@@ -113,6 +113,7 @@ public final class LWSServer: @unchecked Sendable {
         Signals.install()
         MaskTap.onViolation(tapViolation, context: Unmanaged.passUnretained(self).toOpaque())
         storage.start(engine: engine, runtime: runtime) { [unowned self] sequence in durable(upTo: sequence) }
+        runtime.onTurnEnd { [unowned self] in endOfTurn() }
         liveness.start()
         operators.startSampling(runtime: runtime, streams: streams)
     }
@@ -139,6 +140,22 @@ public final class LWSServer: @unchecked Sendable {
     private func durable(upTo sequence: UInt64) {
         outbox.durable(upTo: sequence)
         responder.durable(upTo: sequence)
+    }
+
+    /// The end of each turn of the loop: the turn's frames go out, one send per connection; slow
+    /// readers found meanwhile leave the engine (which may make more frames); the turn's changes
+    /// go to storage together.
+    private func endOfTurn() {
+        outbox.flush()
+        var wake = outbox.needsLWSWake
+        while outbox.hasDropped {
+            steps.run()
+            outbox.flush()
+            wake = wake || outbox.needsLWSWake
+        }
+        storage.handOver()
+        // lws arms timeouts set outside its callbacks (a slow reader's drop) only when woken.
+        if wake { runtime.wake() }
     }
 
     /// The loop was woken (`EVENT_WAIT_CANCELLED`): a signal's stop or reload.

@@ -111,6 +111,25 @@ import Testing
         #expect(runtime.run() == 0)
         #expect(hookRan && counter.closed && counter.ticks >= 5)
     }
+
+    /// The turn-end hook runs after a turn's work and before the loop waits again: jobs posted
+    /// together are all done when it runs, it runs once more at the shutdown, and its handle
+    /// closes with the loop.
+    @Test func theTurnEndHookSeesEachTurnsWorkOnceAndClosesWithTheLoop() throws {
+        let fixture = try Fixture()
+        let runtime = fixture.runtime
+        final class Record: @unchecked Sendable { var done = 0; var seen: [Int] = [] } // loop thread only
+        let record = Record()
+        runtime.onTurnEnd { if record.seen.last != record.done { record.seen.append(record.done) } }
+        for _ in 0..<3 { runtime.post { record.done += 1 } }
+        let later = runtime.makeTimer { record.done += 10 }
+        later.schedule(afterMicroseconds: 20_000)
+        let stop = runtime.makeTimer { runtime.shutdown(afterMicroseconds: 1) }
+        stop.schedule(afterMicroseconds: 40_000)
+        #expect(runtime.run() == 0)
+        // Nothing done (the first turns), the three jobs of one turn together, then the timer's.
+        #expect(record.seen.drop { $0 == 0 } == [3, 13])
+    }
 }
 
 extension LoopRuntimeTests {

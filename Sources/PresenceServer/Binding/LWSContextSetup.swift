@@ -28,7 +28,9 @@ final class LWSContextSetup {
         protocols[0].callback = presenceCallback
         protocols[0].per_session_data_size = MemoryLayout<UInt64>.size
         protocols[0].rx_buffer_size = configuration.rxBufferBytes
-        protocols[0].tx_packet_size = FrameSplitter.maxFrameBytes + 64
+        // lws sends at most this much per `send` (the rest waits in lws for the next WRITEABLE):
+        // room for a batch of frames (`FrameBatch`), which holds at least one split frame.
+        protocols[0].tx_packet_size = max(FrameBatch.budget, FrameSplitter.maxFrameBytes + 64)
 
         info.port = Int32(configuration.port)
         info.iface = UnsafePointer(keep(configuration.host))

@@ -2,7 +2,7 @@
 /// the receiver (WebSocket route), the outbound queue, delivery lane and close (outbound path), the
 /// liveness clock (liveness sweep), and what operators see. Other parts read these fields; each
 /// group is written only by its owner. Loop thread only.
-final class ShellConnection {
+final class ShellConnection: DueFramesHolder {
     let id: UInt64
     let wsi: OpaquePointer
     /// Its socket, for the frame mask check (`MaskTap`).
@@ -19,9 +19,10 @@ final class ShellConnection {
     /// When the last whole message arrived (operators' view).
     var lastFrameAt: Int64
 
-    // MARK: Outbound (Outbox)
-    var queue = OutboundQueue()
-    var lane = DeliveryLane<HeldMessage>()
+    // MARK: Outbound (Outbox; read and written for every push, loop thread only: no dynamic
+    // exclusivity checks)
+    @exclusivity(unchecked) var queue = OutboundQueue()
+    @exclusivity(unchecked) var lane = DeliveryLane<HeldMessage>()
     /// Set when the server decided to close: what is queued is flushed, then a close frame.
     var closing: (code: Int, reason: String)?
     /// When the server's close frame went out: the client's close (or the liveness sweep, after
@@ -29,6 +30,8 @@ final class ShellConnection {
     var closeSentAt: Int64?
     /// A PING waits for the queue ahead of it to drain.
     var pingDue = false
+    /// Its place among the connections with frames due this turn (`DueFrames`), -1 for none.
+    @exclusivity(unchecked) var dueSlot: Int32 = -1
     /// When each numbered write request arrived (monotonic ns), to time write-to-ack.
     var writeStarted: [Int: UInt64] = [:]
     var bytesIn = 0

@@ -120,6 +120,8 @@ final class EventStreams {
         return 0
     }
 
+    var hasDropped: Bool { !dropped.isEmpty }
+
     func takeDropped() -> [UInt64] {
         defer { dropped = [] }
         return dropped

@@ -3,7 +3,7 @@ import PresenceCore
 import PresenceLoop
 
 /// The loop's side of durable storage: hands each step's changes to the storage thread
-/// (`StorageWriter`), records a heartbeat every second, and brings "durable up to N" back to the
+/// (`StorageWriter`), all of a turn's steps at once at the end of the loop's turn (`handOver`), records a heartbeat every second, and brings "durable up to N" back to the
 /// loop through the runtime's inbox, where the outbound path and the HTTP responder release the
 /// acknowledgements waiting for it. Without storage everything here is a no-op.
 ///
@@ -21,6 +21,8 @@ final class StorageLink: @unchecked Sendable {
     private let logger: Logger
     private let metrics: ServerMetrics
     private var writer: StorageWriter?
+    /// This turn's batches, in order, handed over at its end.
+    private var turnBatches: [StorageBatch] = []
     private var heartbeat: LoopTimer?
     private var engine: Engine?
     /// Commits are failing: writes are refused until one succeeds (loop thread).
@@ -59,9 +61,17 @@ final class StorageLink: @unchecked Sendable {
     /// Hands the engine's journal to storage; returns its sequence (what acks of this step wait
     /// for), nil without storage or changes.
     func submit(_ engine: Engine) -> UInt64? {
-        guard let writer, let batch = engine.takeJournal() else { return nil }
-        writer.submit(batch)
+        guard writer != nil, let batch = engine.takeJournal() else { return nil }
+        turnBatches.append(batch)
         return batch.sequence
+    }
+
+    /// The end of the loop's turn: the turn's batches go to the storage thread together (one
+    /// wake-up at most).
+    func handOver() {
+        guard let writer, !turnBatches.isEmpty else { return }
+        writer.submit(contentsOf: turnBatches)
+        turnBatches.removeAll(keepingCapacity: turnBatches.capacity <= 1_024)
     }
 
     private func failed(_ error: any Error) {
@@ -82,14 +92,15 @@ final class StorageLink: @unchecked Sendable {
 
     /// "Still alive at T", every second: after a crash, sessions count as ended there.
     private func beat() {
-        guard let writer else { return }
-        writer.submit(StorageBatch(mutations: [.heartbeat(WallClock.nowMilliseconds())]))
+        guard writer != nil else { return }
+        turnBatches.append(StorageBatch(mutations: [.heartbeat(WallClock.nowMilliseconds())]))
         heartbeat?.schedule(afterMicroseconds: 1_000_000)
     }
 
     /// After the loop ended: store the last changes (the goodbyes of a graceful stop) and close.
     func stop(engine: Engine) {
         guard let writer else { return }
+        handOver()
         if let batch = engine.takeJournal() { writer.submit(batch) }
         writer.submit(StorageBatch(mutations: [.heartbeat(WallClock.nowMilliseconds())]))
         let outcome = writer.stop()

@@ -13,6 +13,9 @@ final class ServerMetrics {
     let messagesOut = CoreMetrics.Counter(label: "presence_messages_sent_total")
     let bytesIn = CoreMetrics.Counter(label: "presence_bytes_received_total")
     let bytesOut = CoreMetrics.Counter(label: "presence_bytes_sent_total")
+    /// Writes of WebSocket messages to sockets: a connection's messages of one turn go in one
+    /// write, so under load this grows slower than `presence_messages_sent_total`.
+    let socketWrites = CoreMetrics.Counter(label: "presence_websocket_writes_total")
     let pushes = CoreMetrics.Counter(label: "presence_pushes_total")
     let writeToAck = CoreMetrics.Timer(label: "presence_write_to_ack_seconds")
     let writeToPush = CoreMetrics.Timer(label: "presence_write_to_push_seconds")

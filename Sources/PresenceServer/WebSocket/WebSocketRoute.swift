@@ -216,6 +216,7 @@ final class WebSocketRoute {
     /// onDisconnect ops.
     func closed(_ id: UInt64) {
         guard let connection = table.remove(id) else { return }
+        outbox.closed(connection)
         MaskTap.closed(connection.socket)
         throttle.closed(id)
         let reason = connection.closing.map { "\($0.code) \($0.reason)" } ?? "socket closed"
