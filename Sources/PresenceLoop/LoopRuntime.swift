@@ -255,6 +255,11 @@ public final class LoopRuntime: @unchecked Sendable {
         if let context = contextSlot.pointee { lws_context_destroy(context) }
         let result = uv_loop_close(uvLoop)
         loopClosed = result == 0
+        // The loop has ended: nothing fires any more. Let the timers and hooks go now, so that a
+        // closure holding the runtime (a stop timer calling `shutdown`) does not keep it alive.
+        timers.removeAll()
+        turnEndHooks = []
+        shutdownHooks = []
         return result
     }
 }
