@@ -8,14 +8,14 @@ import Glibc
 /// of the wrong type are errors that name the key; the flags themselves then validate the values.
 enum ConfigFile {
     /// Flags that take a value, and boolean flags.
-    static let valueFlags: Set<String> = [
+    static let valueFlags = Set<String>([
         "host", "port", "rules", "auth", "secret-file", "project-id", "firebase-keys", "admin-token-file",
         "default-namespace", "max-message-bytes", "ping-interval", "idle-timeout", "rx-buffer", "disconnect-grace",
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
         "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
         "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-ondisconnect-ops",
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces",
-    ]
+    ]).union(ClusterOptions.flagNames)
     static let booleanFlags: Set<String> = ["insecure"]
 
     static func expand(_ arguments: [String]) -> [String] {

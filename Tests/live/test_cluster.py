@@ -1,0 +1,159 @@
+"""Scale-out (issue 14, docs/scaling.md): three presence-server nodes with --storage redis on one
+real redis-server (a free port, a temporary directory, AOF with appendfsync always). Skipped only
+when redis-server is not installed; scripts/install-deps.sh installs it."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import PRESENCE_RULES, Server
+
+REDIS = shutil.which("redis-server") or ("/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (scripts/install-deps.sh)")
+
+OFFLINE = {"online": False, "lastSeen": {".sv": "timestamp"}}
+ONLINE = {"online": True, "lastSeen": {".sv": "timestamp"}}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Redis:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="presence-redis-")
+        self.port = free_port()
+        args = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+                "--appendfsync", "always", "--dir", self.dir]
+        if os.path.exists("/usr/bin/setpriv"):  # dies with the test process
+            args = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--"] + args
+        self.log = open(os.path.join(self.dir, "redis.log"), "wb")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def redis():
+    server = Redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cluster(redis):
+    """Three nodes on one Redis, default grace (3 s) and lease timings (5 s lease, 1 s beat)."""
+    nodes = [Server("--storage", "redis", "--redis", redis.address, "--node-id", name, "--rules", PRESENCE_RULES)
+             for name in ("a", "b", "c")]
+    yield nodes
+    for node in nodes:
+        node.stop()
+
+
+def online(client, uid):
+    client.auth(uid)
+    assert client.call("o", {"p": f"/users/{uid}/presence", "d": OFFLINE}, timeout=15)["s"] == "ok"
+    assert client.call("p", {"p": f"/users/{uid}/presence", "d": ONLINE}, timeout=15)["s"] == "ok"
+
+
+def watch(server, uid, watcher_uid="watcher"):
+    watcher = server.client()
+    watcher.auth(watcher_uid)
+    r = watcher.request("q", {"p": f"/users/{uid}/presence", "h": ""})
+    assert watcher.reply(r, timeout=15)["s"] == "ok"
+    return watcher
+
+
+def wait_presence(watcher, uid, predicate, timeout):
+    """The first push of uid's presence that satisfies predicate."""
+    deadline = time.time() + timeout
+    seen = []
+    while time.time() < deadline:
+        try:
+            value = watcher.push(f"users/{uid}/presence", timeout=max(0.05, deadline - time.time()))
+        except AssertionError:
+            break
+        seen.append(value)
+        if predicate(value):
+            return value
+    raise AssertionError(f"no matching presence of {uid} within {timeout}s; saw {seen}")
+
+
+def test_a_write_through_one_node_is_seen_by_a_listener_on_another(cluster):
+    a, _, c = cluster
+    listener = watch(c, "alice")
+    alice = a.client()
+    online(alice, "alice")
+    value = wait_presence(listener, "alice", lambda v: v and v.get("online") is True, 15)
+    assert isinstance(value["lastSeen"], (int, float))
+    # and the writer reads its own write back on its node
+    assert alice.call("g", {"p": "/users/alice/presence"}, timeout=15)["d"]["online"] is True
+
+
+def test_ondisconnect_on_one_node_runs_after_the_grace_and_is_seen_on_the_others(cluster):
+    a, b, c = cluster
+    on_a = watch(a, "bob", "watcher-a")
+    on_c = watch(c, "bob", "watcher-c")
+    bob = b.client()
+    online(bob, "bob")
+    for watcher in (on_a, on_c):
+        wait_presence(watcher, "bob", lambda v: v and v.get("online") is True, 15)
+    dropped = time.time()
+    bob.drop()
+    for watcher in (on_a, on_c):
+        value = wait_presence(watcher, "bob", lambda v: v and v.get("online") is False, 20)
+        # not before the grace window (3 s), and dated at the drop, not at the run
+        assert time.time() - dropped >= 2.5
+        assert abs(value["lastSeen"] / 1000 - dropped) < 1.5, (value, dropped)
+
+
+def test_a_killed_nodes_users_go_offline_on_the_survivors(cluster):
+    a, b, c = cluster
+    on_a = watch(a, "carol", "watcher-a")
+    on_c = watch(c, "carol", "watcher-c")
+    carol = b.client()
+    online(carol, "carol")
+    for watcher in (on_a, on_c):
+        wait_presence(watcher, "carol", lambda v: v and v.get("online") is True, 15)
+    killed = time.time()
+    b.kill()
+    # lease (5 s) + reap period (1 s) + grace (3 s) ≈ 9 s; generous on a busy machine
+    for watcher in (on_a, on_c):
+        value = wait_presence(watcher, "carol", lambda v: v and v.get("online") is False, 40)
+        assert value["lastSeen"] / 1000 <= killed + 0.5, (value, killed)
+    assert a.alive() and c.alive()
+
+
+def test_a_node_refuses_to_start_when_redis_is_unreachable():
+    port = free_port()
+    with pytest.raises(RuntimeError) as failure:
+        Server("--storage", "redis", "--redis", f"127.0.0.1:{port}", "--redis-timeout", "1")
+    assert "cannot reach Redis" in str(failure.value)
