@@ -157,3 +157,85 @@ def test_a_node_refuses_to_start_when_redis_is_unreachable():
     with pytest.raises(RuntimeError) as failure:
         Server("--storage", "redis", "--redis", f"127.0.0.1:{port}", "--redis-timeout", "1")
     assert "cannot reach Redis" in str(failure.value)
+
+
+def test_a_user_who_returns_to_another_node_after_a_kill_never_shows_offline(cluster):
+    a, b, c = cluster
+    on_a = watch(a, "dave", "watcher-a")
+    dave = b.client()
+    online(dave, "dave")
+    wait_presence(on_a, "dave", lambda v: v and v.get("online") is True, 15)
+    session = dave.session
+    b.kill()
+    time.sleep(0.5)
+    back = c.client(ls=session)  # TAKEOVER: the session moves to c, held, and is cancelled on sign-in
+    online(back, "dave")
+    # past lease + reap + grace: the adopter must not run the ops of a session that came back
+    deadline = time.time() + 14
+    while time.time() < deadline:
+        try:
+            value = on_a.push("users/dave/presence", timeout=max(0.05, deadline - time.time()))
+        except AssertionError:
+            break
+        assert value is None or value.get("online") is True, value
+    assert back.call("g", {"p": "/users/dave/presence"}, timeout=15)["d"]["online"] is True
+
+
+def number_hash(value):
+    """Firebase's hash of a number leaf: base64(SHA-1("number:" + IEEE 754 big-endian hex))."""
+    import base64
+    import hashlib
+    import struct
+    text = "number:" + struct.pack(">d", float(value)).hex()
+    return base64.b64encode(hashlib.sha1(text.encode()).digest()).decode()
+
+
+def test_transactions_from_three_nodes_lose_no_increment(redis):
+    nodes = [Server("--storage", "redis", "--redis", redis.address, "--rules", "open") for _ in range(3)]
+    try:
+        import threading
+        rounds = 15
+        errors = []
+
+        def increment(server):
+            try:
+                client = server.client()
+                done = 0
+                while done < rounds:
+                    current = client.call("g", {"p": "/counter"}, timeout=15)["d"]
+                    h = "" if current is None else number_hash(current)
+                    reply = client.call("p", {"p": "/counter", "d": (current or 0) + 1, "h": h}, timeout=15)
+                    if reply["s"] == "ok":
+                        done += 1
+                    else:
+                        assert reply["s"] == "datastale", reply
+                client.close()
+            except Exception as error:  # noqa: BLE001 - reported by the main thread
+                errors.append(repr(error))
+
+        threads = [threading.Thread(target=increment, args=(node,)) for node in nodes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=180)
+        assert not errors, errors
+        for node in nodes:
+            reader = node.client()
+            deadline = time.time() + 15
+            while reader.call("g", {"p": "/counter"}, timeout=15)["d"] != 3 * rounds and time.time() < deadline:
+                time.sleep(0.2)
+            assert reader.call("g", {"p": "/counter"}, timeout=15)["d"] == 3 * rounds
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def test_rules_uploads_are_refused_on_a_cluster_node(cluster):
+    import urllib.error
+    import urllib.request
+    a = cluster[0]
+    request = urllib.request.Request(f"http://{a.host}:{a.port}/.settings/rules.json?ns=demo&auth=owner",
+                                     data=b'{"rules": {".read": true, ".write": true}}', method="PUT")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 503

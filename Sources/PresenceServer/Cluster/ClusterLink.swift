@@ -233,6 +233,7 @@ final class ClusterLink {
     }
 
     private func close() {
+        tail.onEvent = nil
         tail.stop()
         commands.close()
         tailConnection.close()
