@@ -82,7 +82,7 @@ public final class LWSServer: @unchecked Sendable {
                                        outbox: outbox, steps: steps)
         self.webSocket = webSocket
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
-                                table: table, outbox: outbox, storage: self.storage,
+                                table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
                          responder: responder, streams: streams, operators: operators, steps: steps)

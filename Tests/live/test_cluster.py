@@ -239,3 +239,52 @@ def test_rules_uploads_are_refused_on_a_cluster_node(cluster):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 503
+
+
+def test_a_rolling_restart_flaps_nobody(redis):
+    """SIGTERM one node (LEAVE); its user comes back with ls= to the node restarted under the
+    same name within the grace window: no offline on the other nodes."""
+    def start(name):
+        return Server("--storage", "redis", "--redis", redis.address, "--node-id", name, "--rules", PRESENCE_RULES)
+    a, b = start("a"), start("b")
+    try:
+        on_a = watch(a, "erin", "watcher-a")
+        erin = b.client()
+        online(erin, "erin")
+        wait_presence(on_a, "erin", lambda v: v and v.get("online") is True, 15)
+        session = erin.session
+        assert b.stop() == 0
+        b = start("b")
+        back = b.client(ls=session)
+        online(back, "erin")
+        deadline = time.time() + 10  # lease (5 s) + reap + grace (3 s) have passed by then
+        while time.time() < deadline:
+            try:
+                value = on_a.push("users/erin/presence", timeout=max(0.05, deadline - time.time()))
+            except AssertionError:
+                break
+            assert value is None or value.get("online") is True, value
+        ready = __import__("urllib.request").request.urlopen(f"http://{b.host}:{b.port}/readyz", timeout=10)
+        assert ready.status == 200
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_node_cut_off_from_redis_fences_itself(redis):
+    node = Server("--storage", "redis", "--redis", redis.address, "--rules", "open",
+                  "--node-lease", "3", "--fence-after", "1.5", "--node-beat", "0.5")
+    try:
+        client = node.client()
+        assert client.call("p", {"p": "/x", "d": 1}, timeout=15)["s"] == "ok"
+        os.kill(redis.proc.pid, 19)  # SIGSTOP: Redis holds the beats without answering
+        try:
+            deadline = time.time() + 30
+            while node.alive() and time.time() < deadline:
+                time.sleep(0.1)
+            assert not node.alive(), "the node kept serving without a lease"
+            assert "fenced" in node.read_log()
+        finally:
+            os.kill(redis.proc.pid, 18)  # SIGCONT
+    finally:
+        node.stop()

@@ -31,6 +31,8 @@ final class ClusterLink {
     var unresolved: [(Proposal, after: UInt64)] = []
     private(set) var connectedSince: Int64?
     private(set) var fenced = false
+    /// For `/readyz`: connected to Redis and not fenced.
+    var isReady: Bool { connectedSince != nil && !fenced }
     var beatTimer: LoopTimer?
     /// Answers decided without Redis, given after the current step (never inside it).
     private var deferred: [() -> Void] = []
