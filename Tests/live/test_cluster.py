@@ -288,3 +288,55 @@ def test_a_node_cut_off_from_redis_fences_itself(redis):
             os.kill(redis.proc.pid, 18)  # SIGCONT
     finally:
         node.stop()
+
+
+def test_a_node_whose_clients_come_and_go_keeps_serving_the_current_data(redis):
+    a = Server("--storage", "redis", "--redis", redis.address, "--rules", "open")
+    b = Server("--storage", "redis", "--redis", redis.address, "--rules", "open")
+    try:
+        writer = b.client(ns="churn")
+        for round in range(6):
+            assert writer.call("p", {"p": "/n", "d": round}, timeout=15)["s"] == "ok"
+            visitor = a.client(ns="churn")  # a follows the namespace, then may release it again
+            deadline = time.time() + 15
+            while visitor.call("g", {"p": "/n"}, timeout=15)["d"] != round:
+                assert time.time() < deadline, f"node a never saw round {round}"
+                time.sleep(0.1)
+            assert visitor.call("p", {"p": f"/seen/{round}", "d": True}, timeout=15)["s"] == "ok"
+            visitor.close()
+        expected = {str(i): True for i in range(6)}
+        deadline = time.time() + 15  # b may lag behind what a acknowledged (no read barrier)
+        while writer.call("g", {"p": "/seen"}, timeout=15)["d"] != expected:
+            assert time.time() < deadline, "node b never saw every write made through node a"
+            time.sleep(0.1)
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_namespace_released_and_followed_again_replays_its_log(redis):
+    """An empty namespace with no client is released (unfollow); the next client follows it again
+    from the first revision while another node keeps writing."""
+    a = Server("--storage", "redis", "--redis", redis.address, "--rules", "open", "--log-level", "debug")
+    b = Server("--storage", "redis", "--redis", redis.address, "--rules", "open")
+    try:
+        writer = b.client(ns="empty")
+        for round in range(5):
+            visitor = a.client(ns="empty")
+            assert visitor.call("p", {"p": "/tmp", "d": round}, timeout=15)["s"] == "ok"
+            assert visitor.call("p", {"p": "/tmp", "d": None}, timeout=15)["s"] == "ok"
+            visitor.close()
+            assert writer.call("p", {"p": "/count", "d": round}, timeout=15)["s"] == "ok"
+            assert writer.call("p", {"p": "/count", "d": None}, timeout=15)["s"] == "ok"
+            time.sleep(0.2)
+        assert writer.call("p", {"p": "/last", "d": "b"}, timeout=15)["s"] == "ok"
+        reader = a.client(ns="empty")
+        deadline = time.time() + 15
+        while reader.call("g", {"p": "/"}, timeout=15)["d"] != {"last": "b"}:
+            assert time.time() < deadline, "node a did not catch up after following the namespace again"
+            time.sleep(0.1)
+        assert a.read_log().count("following the log of namespace empty") >= 2, "the namespace was never released"
+        assert "cannot be served" not in a.read_log()
+    finally:
+        a.stop()
+        b.stop()

@@ -16,7 +16,7 @@ extension ClusterLink {
                     member.phase = .failed("orphan log")
                 case .failure(let error):
                     logger.warning("namespace \(member.name): opening its log failed (\(error)); retrying")
-                    join(member)
+                    retries.append { [unowned self] in join(member) }
                 }
             }
         }
@@ -42,12 +42,12 @@ extension ClusterLink {
                     joined(member)
                 case .success(.epochMismatch(let current)):
                     logger.error("namespace \(member.name): the log changed epoch while joining (now \(current ?? "none")); retrying")
-                    join(member)
+                    retries.append { [unowned self] in join(member) }
                 case .success(.expired), .success(.dead):
                     fence("namespace \(member.name) refused this incarnation's join")
                 case .failure(let error):
                     logger.warning("namespace \(member.name): joining failed (\(error)); retrying")
-                    joinLease(member, epoch: epoch)
+                    retries.append { [unowned self] in joinLease(member, epoch: epoch) }
                 }
             }
         }
@@ -79,6 +79,9 @@ extension ClusterLink {
             if monitor.mayReap(at: now) || member.moreToReap, !member.reapInFlight { reap(member, lease: lease) }
         }
         retryUnresolved()
+        let jobs = retries
+        retries = []
+        for job in jobs { job() }
         beatTimer?.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
     }
 

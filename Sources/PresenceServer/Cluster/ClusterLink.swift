@@ -29,6 +29,8 @@ final class ClusterLink {
     var storedSessions: [String: StoredSession] = [:]
     /// Proposals whose outcome is unknown and whose log read failed: read again at the next beat.
     var unresolved: [(Proposal, after: UInt64)] = []
+    /// Work retried at the next beat (a failed head read, create or join): never in a tight loop.
+    var retries: [() -> Void] = []
     private(set) var connectedSince: Int64?
     private(set) var fenced = false
     /// For `/readyz`: connected to Redis and not fenced.
@@ -115,13 +117,16 @@ final class ClusterLink {
     // MARK: Following
 
     private func follow(_ ns: String) {
+        logger.debug("following the log of namespace \(ns)")
         guard let member = member(ns) else { return }
         if member.isJoined { startFollowing(member) } else { member.wantsFollow = true }
     }
 
     private func unfollow(_ ns: String) {
+        logger.debug("no longer following the log of namespace \(ns)")
         guard let member = members[ns] else { return }
         member.wantsFollow = false
+        member.generation += 1
         tail.unfollow(member.keys)
         if case .failed = member.phase { return }
         if member.isJoined { member.phase = .idle }
@@ -130,9 +135,12 @@ final class ClusterLink {
     /// Reads the head, then tails from the first revision; `caughtUp` once the head is applied.
     func startFollowing(_ member: ClusterNamespace) {
         member.phase = .catchingUp(head: nil)
+        member.generation += 1
+        member.gaps = 0
+        let generation = member.generation
         member.log.head { [unowned self] result in
             runtime.dispatch {
-                guard member.phase == .catchingUp(head: nil) else { return } // released meanwhile
+                guard member.generation == generation else { return } // released (or restarted) meanwhile
                 switch result {
                 case .success(let head?) where head.min > 1:
                     failFollowing(member, "its log was trimmed below revision \(head.min) and this node cannot load snapshots yet")
@@ -143,8 +151,9 @@ final class ClusterLink {
                     if rev == 0 { caughtUp(member) }
                 case .failure(let error):
                     logger.warning("reading the head of namespace \(member.name) failed (\(error)); retrying")
-                    member.phase = .idle
-                    startFollowing(member)
+                    retries.append { [unowned self] in
+                        if member.generation == generation { startFollowing(member) }
+                    }
                 }
             }
         }
@@ -167,8 +176,14 @@ final class ClusterLink {
             guard let member = members[keys.namespace] else { return }
             apply(entries, to: member)
         case let .gap(keys, expected, found):
-            if let member = members[keys.namespace] {
+            guard let member = members[keys.namespace], member.isApplying else { return }
+            // A read in flight when the namespace was followed again answers from the old
+            // position: follow on from what is applied. Gaps in a row mean the log was trimmed.
+            member.gaps += 1
+            if member.gaps > 3 {
                 failFollowing(member, "revisions \(expected)..<\(found) are no longer in the log")
+            } else {
+                tail.follow(member.keys, after: engine.appliedRevision(namespace: member.name) ?? 0)
             }
         case .failed(let error):
             if !redisDown { logger.warning("reading the logs failed: \(error)") }
@@ -177,7 +192,9 @@ final class ClusterLink {
 
     private func apply(_ entries: [RedisLogEntry], to member: ClusterNamespace) {
         let now = WallClock.nowMilliseconds()
+        member.gaps = 0
         for entry in entries where member.isApplying {
+            if let applied = engine.appliedRevision(namespace: member.name), entry.rev <= applied { continue }
             do {
                 try engine.apply(entry, namespace: member.name, now: now)
             } catch {

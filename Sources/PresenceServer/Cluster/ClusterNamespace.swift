@@ -34,6 +34,10 @@ final class ClusterNamespace {
     var reapInFlight = false
     /// Reaped sessions of down nodes remain: reap again at the next beat.
     var moreToReap = false
+    /// Bumped by every start and stop of following: an answer to an older one is dropped.
+    var generation = 0
+    /// Gaps the tail reported in a row (a re-follow racing a read in flight); reset by entries.
+    var gaps = 0
 
     var name: String { keys.namespace }
     var epoch: String? { lease?.epoch }
