@@ -50,6 +50,10 @@ public final class LWSServer: @unchecked Sendable {
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
 
+    /// The node stopped because it was fenced (`--storage redis`): it must not serve on, and its
+    /// supervisor should start it again (a new incarnation).
+    public var stoppedFenced: Bool { cluster?.fenced ?? false }
+
     /// The event loop the server runs on, for a second source of events (see `LoopRuntime`).
     public var loop: LoopRuntime { runtime }
 

@@ -391,5 +391,7 @@ struct PresenceServerCommand: ParsableCommand {
         fflush(nil)
         logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.boundPort)", "rules": "\(rules)", "auth": "\(auth)"])
         server.run()
+        // EX_TEMPFAIL: a supervisor with Restart=on-failure starts the node again.
+        if server.stoppedFenced { throw ExitCode(75) }
     }
 }

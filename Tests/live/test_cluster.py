@@ -107,6 +107,17 @@ def wait_presence(watcher, uid, predicate, timeout):
     raise AssertionError(f"no matching presence of {uid} within {timeout}s; saw {seen}")
 
 
+def assert_never_offline(watcher, uid, seconds):
+    """No push of uid's presence shows offline (or deleted) for `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            value = watcher.push(f"users/{uid}/presence", timeout=max(0.05, deadline - time.time()))
+        except AssertionError:
+            break
+        assert value is not None and value.get("online") is True, value
+
+
 def test_a_write_through_one_node_is_seen_by_a_listener_on_another(cluster):
     a, _, c = cluster
     listener = watch(c, "alice")
@@ -171,13 +182,7 @@ def test_a_user_who_returns_to_another_node_after_a_kill_never_shows_offline(clu
     back = c.client(ls=session)  # TAKEOVER: the session moves to c, held, and is cancelled on sign-in
     online(back, "dave")
     # past lease + reap + grace: the adopter must not run the ops of a session that came back
-    deadline = time.time() + 14
-    while time.time() < deadline:
-        try:
-            value = on_a.push("users/dave/presence", timeout=max(0.05, deadline - time.time()))
-        except AssertionError:
-            break
-        assert value is None or value.get("online") is True, value
+    assert_never_offline(on_a, "dave", 14)
     assert back.call("g", {"p": "/users/dave/presence"}, timeout=15)["d"]["online"] is True
 
 
@@ -257,13 +262,7 @@ def test_a_rolling_restart_flaps_nobody(redis):
         b = start("b")
         back = b.client(ls=session)
         online(back, "erin")
-        deadline = time.time() + 10  # lease (5 s) + reap + grace (3 s) have passed by then
-        while time.time() < deadline:
-            try:
-                value = on_a.push("users/erin/presence", timeout=max(0.05, deadline - time.time()))
-            except AssertionError:
-                break
-            assert value is None or value.get("online") is True, value
+        assert_never_offline(on_a, "erin", 10)  # lease (5 s) + reap + grace (3 s) have passed by then
         ready = __import__("urllib.request").request.urlopen(f"http://{b.host}:{b.port}/readyz", timeout=10)
         assert ready.status == 200
     finally:
@@ -283,6 +282,7 @@ def test_a_node_cut_off_from_redis_fences_itself(redis):
             while node.alive() and time.time() < deadline:
                 time.sleep(0.1)
             assert not node.alive(), "the node kept serving without a lease"
+            assert node.proc.returncode == 75, "a fenced node exits with EX_TEMPFAIL so that its supervisor restarts it"
             assert "fenced" in node.read_log()
         finally:
             os.kill(redis.proc.pid, 18)  # SIGCONT
@@ -340,3 +340,20 @@ def test_a_namespace_released_and_followed_again_replays_its_log(redis):
     finally:
         a.stop()
         b.stop()
+
+
+def test_a_namespace_name_too_long_for_redis_keys_is_refused_clearly(redis):
+    import websocket
+    node = Server("--storage", "redis", "--redis", redis.address, "--rules", "open")
+    try:
+        ws = websocket.create_connection(node.url(ns="n" * 600), timeout=10)
+        messages = []
+        try:
+            while True:
+                messages.append(ws.recv())
+        except websocket.WebSocketConnectionClosedException:
+            pass
+        assert any("at most 512 bytes" in message for message in messages), messages
+        assert node.client().call("p", {"p": "/ok", "d": 1}, timeout=15)["s"] == "ok"
+    finally:
+        node.stop()

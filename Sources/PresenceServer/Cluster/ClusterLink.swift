@@ -265,7 +265,8 @@ final class ClusterLink {
         do {
             keys = try RedisKeys(namespace: ns)
         } catch {
-            logger.error("namespace \(ns) cannot be replicated: \(error)")
+            // Only a name too long for a key; the WebSocket route closes such connections.
+            logger.debug("namespace \(ns) cannot be replicated: \(error)")
             return nil
         }
         let member = ClusterNamespace(keys: keys, connection: commands)
