@@ -33,8 +33,12 @@ class Redis:
                 "--appendfsync", "always", "--dir", self.dir]
         if os.path.exists("/usr/bin/setpriv"):  # dies with the test process
             args = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--"] + args
-        self.log = open(os.path.join(self.dir, "redis.log"), "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.args = args
+        self.log = open(os.path.join(self.dir, "redis.log"), "ab")
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 20
         while True:
             try:
@@ -52,6 +56,10 @@ class Redis:
     @property
     def address(self):
         return f"127.0.0.1:{self.port}"
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
 
     def stop(self):
         if self.proc.poll() is None:
@@ -357,3 +365,57 @@ def test_a_namespace_name_too_long_for_redis_keys_is_refused_clearly(redis):
         assert node.client().call("p", {"p": "/ok", "d": 1}, timeout=15)["s"] == "ok"
     finally:
         node.stop()
+
+
+def test_redis_killed_and_restarted_under_writes_loses_no_acknowledged_write(redis):
+    """kill -9 of Redis (AOF, appendfsync always) while three nodes write: the nodes reconnect by
+    themselves, and every write acknowledged before, during or after is on every node."""
+    import threading
+    nodes = [Server("--storage", "redis", "--redis", redis.address, "--rules", "open") for _ in range(3)]
+    try:
+        acked = [[] for _ in nodes]
+        errors = []
+        stop = threading.Event()
+
+        def write(index):
+            try:
+                client = nodes[index].client()
+                i = 0
+                while not stop.is_set():
+                    reply = client.call("p", {"p": f"/w/n{index}/k{i}", "d": i}, timeout=20)
+                    if reply["s"] == "ok":
+                        acked[index].append(i)
+                    else:
+                        assert reply["s"] == "unavailable", reply
+                    i += 1
+            except Exception as error:  # noqa: BLE001 - reported by the main thread
+                errors.append(repr(error))
+
+        threads = [threading.Thread(target=write, args=(index,)) for index in range(3)]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.5)
+        redis.kill()
+        time.sleep(0.3)
+        redis.start()
+        time.sleep(2.5)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not errors, errors
+        assert all(node.alive() for node in nodes), "a node stopped over a short Redis restart"
+        assert all(len(done) > 3 for done in acked), [len(done) for done in acked]
+        for node in nodes:
+            reader = node.client()
+            deadline = time.time() + 20
+            while True:
+                tree = reader.call("g", {"p": "/w"}, timeout=20)["d"] or {}
+                missing = [(index, i) for index, done in enumerate(acked) for i in done
+                           if tree.get(f"n{index}", {}).get(f"k{i}") != i]
+                if not missing:
+                    break
+                assert time.time() < deadline, f"acknowledged writes missing on a node: {missing[:10]}"
+                time.sleep(0.2)
+    finally:
+        for node in nodes:
+            node.stop()
