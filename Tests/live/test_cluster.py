@@ -135,6 +135,10 @@ def test_a_write_through_one_node_is_seen_by_a_listener_on_another(cluster):
     assert isinstance(value["lastSeen"], (int, float))
     # and the writer reads its own write back on its node
     assert alice.call("g", {"p": "/users/alice/presence"}, timeout=15)["d"]["online"] is True
+    import urllib.request
+    metrics = urllib.request.urlopen(f"http://{a.host}:{a.port}/metrics", timeout=10).read().decode()
+    assert "presence_cluster_redis_up 1" in metrics, metrics
+    assert "presence_cluster_lag_revisions" in metrics and "presence_cluster_pending_steps" in metrics
 
 
 def test_ondisconnect_on_one_node_runs_after_the_grace_and_is_seen_on_the_others(cluster):

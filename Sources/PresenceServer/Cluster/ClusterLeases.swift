@@ -92,8 +92,9 @@ extension ClusterLink {
             runtime.dispatch {
                 member.beatInFlight = false
                 switch result {
-                case .success(.alive):
+                case .success(.alive(_, let headRev)):
                     member.monitor?.beatSucceeded(sentAt: sentAt)
+                    member.lastHeadRev = headRev
                 case .success(.expired), .success(.unknown):
                     member.monitor?.leaseLost()
                     fence("the lease in namespace \(member.name) expired")

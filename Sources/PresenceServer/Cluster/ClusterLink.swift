@@ -33,6 +33,7 @@ final class ClusterLink {
     var retries: [() -> Void] = []
     private(set) var connectedSince: Int64?
     private(set) var fenced = false
+    let metrics = ClusterMetrics()
     /// For `/readyz`: connected to Redis and not fenced.
     var isReady: Bool { connectedSince != nil && !fenced }
     var beatTimer: LoopTimer?

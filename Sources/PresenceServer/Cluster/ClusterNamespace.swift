@@ -38,6 +38,8 @@ final class ClusterNamespace {
     var generation = 0
     /// Gaps the tail reported in a row (a re-follow racing a read in flight); reset by entries.
     var gaps = 0
+    /// The log's head as the last successful beat returned it (for the lag metric).
+    var lastHeadRev: UInt64 = 0
 
     var name: String { keys.namespace }
     var epoch: String? { lease?.epoch }

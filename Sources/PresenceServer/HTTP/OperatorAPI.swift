@@ -49,6 +49,7 @@ final class OperatorAPI {
             let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady && cluster?.isReady != false
             return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
         case "/metrics":
+            if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count)
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: text)
         default:
