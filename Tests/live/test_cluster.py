@@ -115,6 +115,16 @@ def wait_presence(watcher, uid, predicate, timeout):
     raise AssertionError(f"no matching presence of {uid} within {timeout}s; saw {seen}")
 
 
+def online_and_watched(node, uid, watcher_nodes):
+    """uid online through `node`, seen online by a watcher on each of `watcher_nodes`."""
+    watchers = [watch(other, uid, f"watcher-{index}") for index, other in enumerate(watcher_nodes)]
+    user = node.client()
+    online(user, uid)
+    for watcher in watchers:
+        wait_presence(watcher, uid, lambda v: v and v.get("online") is True, 15)
+    return user, watchers
+
+
 def assert_never_offline(watcher, uid, seconds):
     """No push of uid's presence shows offline (or deleted) for `seconds`."""
     deadline = time.time() + seconds
@@ -143,15 +153,10 @@ def test_a_write_through_one_node_is_seen_by_a_listener_on_another(cluster):
 
 def test_ondisconnect_on_one_node_runs_after_the_grace_and_is_seen_on_the_others(cluster):
     a, b, c = cluster
-    on_a = watch(a, "bob", "watcher-a")
-    on_c = watch(c, "bob", "watcher-c")
-    bob = b.client()
-    online(bob, "bob")
-    for watcher in (on_a, on_c):
-        wait_presence(watcher, "bob", lambda v: v and v.get("online") is True, 15)
+    bob, watchers = online_and_watched(b, "bob", (a, c))
     dropped = time.time()
     bob.drop()
-    for watcher in (on_a, on_c):
+    for watcher in watchers:
         value = wait_presence(watcher, "bob", lambda v: v and v.get("online") is False, 20)
         # not before the grace window (3 s), and dated at the drop, not at the run
         assert time.time() - dropped >= 2.5
@@ -160,16 +165,11 @@ def test_ondisconnect_on_one_node_runs_after_the_grace_and_is_seen_on_the_others
 
 def test_a_killed_nodes_users_go_offline_on_the_survivors(cluster):
     a, b, c = cluster
-    on_a = watch(a, "carol", "watcher-a")
-    on_c = watch(c, "carol", "watcher-c")
-    carol = b.client()
-    online(carol, "carol")
-    for watcher in (on_a, on_c):
-        wait_presence(watcher, "carol", lambda v: v and v.get("online") is True, 15)
+    _, watchers = online_and_watched(b, "carol", (a, c))
     killed = time.time()
     b.kill()
     # lease (5 s) + reap period (1 s) + grace (3 s) ≈ 9 s; generous on a busy machine
-    for watcher in (on_a, on_c):
+    for watcher in watchers:
         value = wait_presence(watcher, "carol", lambda v: v and v.get("online") is False, 40)
         assert value["lastSeen"] / 1000 <= killed + 0.5, (value, killed)
     assert a.alive() and c.alive()
@@ -184,10 +184,7 @@ def test_a_node_refuses_to_start_when_redis_is_unreachable():
 
 def test_a_user_who_returns_to_another_node_after_a_kill_never_shows_offline(cluster):
     a, b, c = cluster
-    on_a = watch(a, "dave", "watcher-a")
-    dave = b.client()
-    online(dave, "dave")
-    wait_presence(on_a, "dave", lambda v: v and v.get("online") is True, 15)
+    dave, (on_a,) = online_and_watched(b, "dave", (a,))
     session = dave.session
     b.kill()
     time.sleep(0.5)
@@ -265,10 +262,7 @@ def test_a_rolling_restart_flaps_nobody(redis):
         return Server("--storage", "redis", "--redis", redis.address, "--node-id", name, "--rules", PRESENCE_RULES)
     a, b = start("a"), start("b")
     try:
-        on_a = watch(a, "erin", "watcher-a")
-        erin = b.client()
-        online(erin, "erin")
-        wait_presence(on_a, "erin", lambda v: v and v.get("online") is True, 15)
+        erin, (on_a,) = online_and_watched(b, "erin", (a,))
         session = erin.session
         assert b.stop() == 0
         b = start("b")
