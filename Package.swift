@@ -14,6 +14,9 @@ let package = Package(
         .executable(name: "presence-client", targets: ["presence-client"]),
         .executable(name: "presence-bench", targets: ["presence-bench"]),
         .executable(name: "presence-redis-bench", targets: ["presence-redis-bench"]),
+        // Fuzz targets (Sources/PresenceFuzzing). `make fuzz` builds it with libFuzzer and ASan;
+        // a plain build replays inputs: `swift run presence-fuzz json FILE…`.
+        .executable(name: "presence-fuzz", targets: ["presence-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -118,6 +121,17 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "PresenceTesting", dependencies: ["PresenceCore", "PresenceWire"], swiftSettings: strict),
+        // What each fuzz target feeds and which invariants it checks; replayed by swift test.
+        .target(
+            name: "PresenceFuzzing",
+            dependencies: [
+                "PresenceCore", "PresenceWire", "PresenceAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "presence-fuzz", dependencies: ["PresenceFuzzing"], swiftSettings: strict),
         .executableTarget(
             name: "presence-server",
             dependencies: [
@@ -174,6 +188,7 @@ let package = Package(
                     dependencies: ["PresenceStorage", "PresenceCore", "PresenceTesting",
                                    .product(name: "GRDBSQLite", package: "GRDB.swift")],
                     swiftSettings: strict),
+        .testTarget(name: "PresenceFuzzingTests", dependencies: ["PresenceFuzzing"], swiftSettings: strict),
         .testTarget(name: "PresenceServerTests", dependencies: ["PresenceServer", "PresenceCore", "PresenceWire", "PresenceTesting", "CPresenceTap"],
                     swiftSettings: strict),
         .testTarget(name: "PresenceLoopTests", dependencies: ["PresenceLoop", "CLibWebSockets", "CLibUV", "CHiredis"], swiftSettings: strict),

@@ -20,3 +20,5 @@ echo "== rules (presence rules, 100k users)" >&2
 ITERATIONS=100000 bench/rules.sh
 echo "== storage (SQLite group commits of presence writes, normal durability)" >&2
 MODES=normal WRITES_PER_COMMIT="1 100" COMMITS_WRITES=10000 bench/storage.sh
+echo "== floods (issue 16): message storm, slow readers, connection storm, REST bodies; bystander p99, server RSS and CPU, ~1.5 min" >&2
+SCENARIO=message-storm,slow-reader-ws,connection-storm,rest-bodies BASELINE=3 DURATION=5 bench/attack.sh

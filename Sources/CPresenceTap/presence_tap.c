@@ -15,6 +15,12 @@
 enum mode { UNWATCHED = 0, HTTP_HEAD, WEBSOCKET };
 enum stage { FIRST_BYTE = 0, LENGTH_BYTE, EXTENDED_LENGTH, MASK_KEY, PAYLOAD };
 
+/// Incremental UTF-8 validation (RFC 3629: no overlongs, surrogates or code points above U+10FFFF).
+typedef struct {
+    uint8_t need;          // continuation bytes still expected
+    uint8_t low, high;     // the range the next continuation byte must fall in
+} utf8_t;
+
 typedef struct {
     uint8_t mode;
     uint8_t unmasked;
@@ -22,10 +28,20 @@ typedef struct {
     uint8_t need;          // bytes still to read in this stage
     uint8_t matched;       // HTTP_HEAD: bytes of "\r\n\r\n" matched so far
     uint8_t head_ended;    // HTTP_HEAD: the head ended; `tail` holds what followed in that read
+    uint8_t opcode;        // of the frame being read
+    uint8_t mask[4];
+    uint8_t offset;        // close frames: payload bytes read so far (at most 125)
+    uint16_t violation;    // the close code a frame lws 4.1.6 would drop silently deserves (0: none)
+    uint8_t reported;      // the violation was handed to the handler
+    utf8_t reason;         // close frames: the reason's UTF-8 so far
+    const char *why;
     uint64_t length;       // payload bytes left (or the extended length being read)
     uint8_t *tail;
     size_t tail_length;
 } tap_t;
+
+static presence_tap_handler handler;
+static void *handler_context;
 
 static tap_t *taps;
 static int tap_count;
@@ -40,10 +56,43 @@ static void release_tail(tap_t *t) {
     t->tail_length = 0;
 }
 
+static int utf8_accepts(utf8_t *u, uint8_t byte) {
+    if (u->need) {
+        if (byte < u->low || byte > u->high) return 0;
+        u->need--;
+        u->low = 0x80, u->high = 0xBF;
+        return 1;
+    }
+    u->low = 0x80, u->high = 0xBF;
+    if (byte < 0x80) return 1;
+    if (byte >= 0xC2 && byte <= 0xDF) u->need = 1;
+    else if (byte == 0xE0) u->need = 2, u->low = 0xA0;
+    else if (byte == 0xED) u->need = 2, u->high = 0x9F;
+    else if (byte >= 0xE1 && byte <= 0xEF) u->need = 2;
+    else if (byte == 0xF0) u->need = 3, u->low = 0x90;
+    else if (byte >= 0xF1 && byte <= 0xF3) u->need = 3;
+    else if (byte == 0xF4) u->need = 3, u->high = 0x8F;
+    else return 0;
+    return 1;
+}
+
+static void violate(tap_t *t, uint16_t code, const char *why) {
+    t->violation = code;
+    t->why = why;
+}
+
+/// The end of a frame's header or payload: the next byte starts a frame. A close frame's reason
+/// must have ended on a whole character.
+static void frame_ended(tap_t *t) {
+    if (t->opcode == 0x8 && t->reason.need) violate(t, 1007, "close reason is not valid UTF-8");
+    t->stage = FIRST_BYTE;
+}
+
 static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
-    while (n && !t->unmasked) {
+    while (n && !t->unmasked && !t->violation) {
         switch (t->stage) {
         case FIRST_BYTE:
+            t->opcode = *p & 0x0F;
             p++, n--;
             t->stage = LENGTH_BYTE;
             break;
@@ -55,7 +104,18 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
                 return;
             }
             uint8_t length = byte & 0x7F;
+            // lws 4.1.6 drops these without a close frame: the shell sends one first.
+            if ((t->opcode & 0x8) && length > 125) {
+                violate(t, 1002, "control frame longer than 125 bytes");
+                return;
+            }
+            if (t->opcode == 0x8 && length == 1) {
+                violate(t, 1002, "close frame with a 1-byte payload");
+                return;
+            }
             t->length = 0;
+            t->offset = 0;
+            memset(&t->reason, 0, sizeof(t->reason));
             if (length >= 126) {
                 t->stage = EXTENDED_LENGTH;
                 t->need = length == 126 ? 2 : 8;
@@ -67,6 +127,10 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
             break;
         }
         case EXTENDED_LENGTH:
+            if (t->need == 8 && (*p & 0x80)) {
+                violate(t, 1002, "frame length with its most significant bit set");
+                return;
+            }
             t->length = (t->length << 8) | *p++;
             n--;
             if (--t->need == 0) {
@@ -74,18 +138,30 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
                 t->need = 4;
             }
             break;
-        case MASK_KEY: {
-            size_t skip = n < t->need ? n : t->need;
-            p += skip, n -= skip;
-            t->need -= (uint8_t)skip;
-            if (t->need == 0) t->stage = t->length ? PAYLOAD : FIRST_BYTE;
+        case MASK_KEY:
+            t->mask[4 - t->need] = *p++;
+            n--;
+            if (--t->need == 0) {
+                if (t->length) t->stage = PAYLOAD;
+                else frame_ended(t);
+            }
             break;
-        }
         case PAYLOAD: {
+            if (t->opcode == 0x8) {
+                // A close frame (at most 125 bytes): its reason, after the 2-byte code, is UTF-8.
+                uint8_t byte = *p++ ^ t->mask[t->offset & 3];
+                n--;
+                if (t->offset++ >= 2 && !utf8_accepts(&t->reason, byte)) {
+                    violate(t, 1007, "close reason is not valid UTF-8");
+                    return;
+                }
+                if (--t->length == 0) frame_ended(t);
+                break;
+            }
             size_t skip = (uint64_t)n < t->length ? n : (size_t)t->length;
             p += skip, n -= skip;
             t->length -= skip;
-            if (t->length == 0) t->stage = FIRST_BYTE;
+            if (t->length == 0) frame_ended(t);
             break;
         }
         }
@@ -157,6 +233,28 @@ int presence_tap_unmasked(int fd) {
     return t && t->unmasked;
 }
 
+int presence_tap_violation(int fd, const char **why) {
+    tap_t *t = tap_for(fd);
+    if (!t || !t->violation) return 0;
+    if (why) *why = t->why;
+    return t->violation;
+}
+
+void presence_tap_on_violation(presence_tap_handler function, void *context) {
+    handler = function;
+    handler_context = context;
+}
+
+/// After lws's read on `fd` was followed: hand a new violation to the server, before lws parses
+/// the bytes (and drops the connection without a close frame).
+static void report(int fd) {
+    tap_t *t = tap_for(fd);
+    if (t && t->violation && !t->reported) {
+        t->reported = 1;
+        if (handler) handler(handler_context, fd);
+    }
+}
+
 typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 typedef int (*ssl_read_fn)(void *, void *, int);
 typedef int (*ssl_get_fd_fn)(const void *);
@@ -165,7 +263,10 @@ ssize_t recv(int fd, void *buffer, size_t length, int flags) {
     static recv_fn real;
     if (!real) real = (recv_fn)dlsym(RTLD_NEXT, "recv");
     ssize_t n = real(fd, buffer, length, flags);
-    if (n > 0 && !(flags & MSG_PEEK) && tap_for(fd) && taps[fd].mode != UNWATCHED) presence_tap_feed(fd, buffer, (size_t)n);
+    if (n > 0 && !(flags & MSG_PEEK) && tap_for(fd) && taps[fd].mode != UNWATCHED) {
+        presence_tap_feed(fd, buffer, (size_t)n);
+        report(fd);
+    }
     return n;
 }
 
@@ -177,7 +278,10 @@ int SSL_read(void *ssl, void *buffer, int length) {
     int n = real(ssl, buffer, length);
     if (n > 0 && taps && get_fd) {
         int fd = get_fd(ssl);
-        if (tap_for(fd) && taps[fd].mode != UNWATCHED) presence_tap_feed(fd, buffer, (size_t)n);
+        if (tap_for(fd) && taps[fd].mode != UNWATCHED) {
+            presence_tap_feed(fd, buffer, (size_t)n);
+            report(fd);
+        }
     }
     return n;
 }

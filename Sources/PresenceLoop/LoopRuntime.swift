@@ -43,6 +43,8 @@ public final class LoopRuntime: @unchecked Sendable {
     private let inbox = LoopInbox()
     private var timers: [LoopTimer] = []
     private var shutdownHooks: [() -> Void] = []
+    private var turnEndHooks: [() -> Void] = []
+    private var turnEnd: UnsafeMutablePointer<uv_prepare_t>?
     private var shutdownTimer: LoopTimer?
     /// Set when the context is being destroyed: timers and wakes stop.
     public private(set) var isShuttingDown = false
@@ -182,6 +184,26 @@ public final class LoopRuntime: @unchecked Sendable {
         return try body()
     }
 
+    /// Loop thread: `hook` runs once per turn of the loop, after everything the turn ran (events,
+    /// posted jobs, timers) and before the loop waits for events again (a libuv prepare handle).
+    /// Work that piles up during a turn is done there once: the outbound path sends each
+    /// connection's frames of the turn in one write, storage gets the turn's changes with one
+    /// wake-up. Hooks run in the order they were added, until the shutdown begins.
+    public func onTurnEnd(_ hook: @escaping () -> Void) {
+        turnEndHooks.append(hook)
+        guard turnEnd == nil else { return }
+        let handle = UnsafeMutablePointer<uv_prepare_t>.allocate(capacity: 1)
+        handle.initialize(to: uv_prepare_t())
+        uv_prepare_init(uvLoop, handle)
+        handle.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        uv_prepare_start(handle, loopTurnEnded)
+        turnEnd = handle
+    }
+
+    fileprivate func turnEnded() {
+        for hook in turnEndHooks { hook() }
+    }
+
     /// Loop thread: `hook` runs when the shutdown begins, just before the lws context is destroyed.
     /// Another event source closes its handles there (disconnect, stop and close its polls and
     /// timers), or `run()` will not return.
@@ -211,6 +233,14 @@ public final class LoopRuntime: @unchecked Sendable {
         closeSignalWatchers()
         for hook in shutdownHooks { hook() }
         shutdownHooks = []
+        // Last turn-end work (the goodbyes' frames), then the handle goes: the loop must empty.
+        turnEnded()
+        turnEndHooks = []
+        if let handle = turnEnd {
+            turnEnd = nil
+            uv_prepare_stop(handle)
+            handle.withMemoryRebound(to: uv_handle_t.self, capacity: 1) { uv_close($0, freeClosedHandle) }
+        }
         lws_context_destroy(context)
     }
 
@@ -227,4 +257,15 @@ public final class LoopRuntime: @unchecked Sendable {
         loopClosed = result == 0
         return result
     }
+}
+
+/// The C callback of the turn-end prepare handle: the runtime is its `data`.
+private func loopTurnEnded(_ handle: UnsafeMutablePointer<uv_prepare_t>?) {
+    guard let data = handle?.pointee.data else { return }
+    Unmanaged<LoopRuntime>.fromOpaque(data).takeUnretainedValue().turnEnded()
+}
+
+/// Frees a handle this file allocated, once libuv has closed it.
+private func freeClosedHandle(_ handle: UnsafeMutablePointer<uv_handle_t>?) {
+    handle.map { UnsafeMutableRawPointer($0).deallocate() }
 }

@@ -74,7 +74,7 @@ public final class LWSServer: @unchecked Sendable {
         metrics = ServerMetrics(registry: metricsRegistry)
         let limitEventLog = try configuration.limitEventLogPath.map { path throws(ServerError) in try LimitEventLog(path: path) }
         let rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
-        self.storage = StorageLink(storage: storage, logger: logger)
+        self.storage = StorageLink(storage: storage, logger: logger, metrics: metrics)
         let loopRuntime = runtime
         let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
         self.cluster = cluster
@@ -82,14 +82,16 @@ public final class LWSServer: @unchecked Sendable {
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime, cluster: cluster)
+        let throttle = InboundThrottle(table: table, logger: logger, metrics: metrics, runtime: runtime)
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
-                                       outbox: outbox, steps: steps)
+                                       outbox: outbox, steps: steps, throttle: throttle)
         self.webSocket = webSocket
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
                                 table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
-                         responder: responder, streams: streams, operators: operators, steps: steps)
+                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage,
+                         runtime: runtime)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)
     }
@@ -118,7 +120,9 @@ public final class LWSServer: @unchecked Sendable {
         webSocket.boundPort = boundPort
         runtime.receiveSignals()
         Signals.install()
+        MaskTap.onViolation(tapViolation, context: Unmanaged.passUnretained(self).toOpaque())
         storage.start(engine: engine, runtime: runtime) { [unowned self] sequence in durable(upTo: sequence) }
+        runtime.onTurnEnd { [unowned self] in endOfTurn() }
         if let cluster {
             cluster.runSteps = { [unowned self] in steps.run() }
             cluster.start()
@@ -149,6 +153,22 @@ public final class LWSServer: @unchecked Sendable {
     private func durable(upTo sequence: UInt64) {
         outbox.durable(upTo: sequence)
         responder.durable(upTo: sequence)
+    }
+
+    /// The end of each turn of the loop: the turn's frames go out, one send per connection; slow
+    /// readers found meanwhile leave the engine (which may make more frames); the turn's changes
+    /// go to storage together.
+    private func endOfTurn() {
+        outbox.flush()
+        var wake = outbox.needsLWSWake
+        while outbox.hasDropped {
+            steps.run()
+            outbox.flush()
+            wake = wake || outbox.needsLWSWake
+        }
+        storage.handOver()
+        // lws arms timeouts set outside its callbacks (a slow reader's drop) only when woken.
+        if wake { runtime.wake() }
     }
 
     /// The loop was woken (`EVENT_WAIT_CANCELLED`): a signal's stop or reload.
@@ -182,6 +202,12 @@ public final class LWSServer: @unchecked Sendable {
     }
 
     private var shutdownBegun = false
+}
+
+/// The frame tap's report (see `MaskTap.onViolation`), a global function so it converts to `@convention(c)`.
+private func tapViolation(_ context: UnsafeMutableRawPointer?, _ socket: Int32) {
+    guard let context else { return }
+    Unmanaged<LWSServer>.fromOpaque(context).takeUnretainedValue().webSocket.frameViolation(onSocket: socket)
 }
 
 public enum ServerError: Error, CustomStringConvertible {

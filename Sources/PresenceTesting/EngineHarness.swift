@@ -12,11 +12,14 @@ public final class EngineHarness {
     private var nextID: UInt64 = 1
     private var nextSession = 1
 
+    /// `hashDigest`: the digest of transaction hashes and ETags (the server uses SHA-1); nil
+    /// answers transactions `not_supported`.
     public init(policy: any AccessPolicy = OpenAccessPolicy(), clock: ManualClock = ManualClock(), graceMilliseconds: Int64 = 0,
-                limits: EngineLimits = .default) {
+                hashDigest: (@Sendable ([UInt8]) -> [UInt8])? = nil, limits: EngineLimits = .default) {
         self.clock = clock
         var counter = 0
-        let configuration = Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds, limits: limits)
+        let configuration = Engine.Configuration(disconnectGraceMilliseconds: graceMilliseconds, hashDigest: hashDigest,
+                                                 limits: limits)
         self.engine = Engine(configuration: configuration, policy: policy, makeSessionID: {
             counter += 1
             return "session\(counter)"
@@ -39,7 +42,10 @@ public final class EngineHarness {
         case .ping?: engine.ping(id)
         case .request(let request)?: engine.handle(request, from: id, now: clock.now)
         case let .invalidRequest(number, _, error)?:
-            if let number { outboxes[id, default: []].append(OutboundEncoder.encode(.reply(number: number, result: .failure(error)))) }
+            // As the shell does: an error reply by number, else a control error message.
+            let message: Outbound = number.map { .reply(number: $0, result: .failure(error)) }
+                ?? .serverError(WireStatus.failure(for: error).message)
+            outboxes[id, default: []].append(OutboundEncoder.encode(message))
         case .ignoredControl?, nil: break
         }
         collect()

@@ -15,6 +15,8 @@ enum ConfigFile {
         "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
         "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-ondisconnect-ops",
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces",
+        // Floods and slow clients (docs/robustness.md)
+        "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
     ]).union(ClusterOptions.flagNames)
     static let booleanFlags: Set<String> = ["insecure"]
 

@@ -64,6 +64,21 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Largest client message in bytes (after joining fragments); larger ones close the connection with 1009.")
     var maxMessageBytes = ServerConfiguration().maxMessageBytes
 
+    @Option(help: "Messages one WebSocket connection may send per second on average (a message counts one, plus one per 16 KiB, plus one per 100 µs the server spent handling it); over it (and --message-burst), the server stops reading from that connection until its budget refills, slowing the client without closing it. 0 = unlimited.")
+    var maxMessagesPerSecond = 1_000
+
+    @Option(help: "Messages one WebSocket connection may send at once before --max-messages-per-second applies (an SDK's burst on reconnect is a few hundred).")
+    var messageBurst = 2_000
+
+    @Option(help: "Bytes queued for one WebSocket connection or REST stream that does not read fast enough; over it, it is closed (1008).")
+    var maxQueuedBytes = 16 * 1_048_576
+
+    @Option(help: "REST request bodies the server reads at once, in bytes, all connections together (reserved from Content-Length when a request's head arrives); a request that would go over is answered 503 with Retry-After.")
+    var maxPendingBodyBytes = 32 * 1_048_576
+
+    @Option(help: "Seconds a client has to send an HTTP request's head, then its body (plus 1 s per 64 KiB of it); later ones are dropped.")
+    var httpTimeout = 10
+
     @Option(help: "Seconds of silence before the server pings a connection.")
     var pingInterval = 20
 
@@ -176,6 +191,16 @@ struct PresenceServerCommand: ParsableCommand {
             throw ValidationError("--idle-timeout must be greater than --ping-interval, both positive")
         }
         guard maxMessageBytes >= 16_384 else { throw ValidationError("--max-message-bytes must be at least 16384") }
+        guard maxPendingBodyBytes >= maxMessageBytes else {
+            throw ValidationError("--max-pending-body-bytes must be at least --max-message-bytes (one whole body)")
+        }
+        guard maxMessagesPerSecond >= 0, messageBurst >= 1 else {
+            throw ValidationError("--max-messages-per-second must be 0 or more and --message-burst at least 1")
+        }
+        guard maxQueuedBytes >= maxMessageBytes else {
+            throw ValidationError("--max-queued-bytes must be at least --max-message-bytes (one whole message)")
+        }
+        guard (1...3600).contains(httpTimeout) else { throw ValidationError("--http-timeout must be between 1 and 3600 seconds") }
         if !onlineLocation.isEmpty {
             do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {
                 throw ValidationError("--online-pattern/--online-field/--online-location: \(error)")
@@ -237,6 +262,9 @@ struct PresenceServerCommand: ParsableCommand {
             ("secret-file", optional(secretFile)), ("project-id", optional(projectID)), ("firebase-keys", optional(firebaseKeys)),
             ("admin-token-file", optional(adminTokenFile)), ("insecure", .bool(insecure)),
             ("default-namespace", .string(defaultNamespace)), ("max-message-bytes", .number(Double(maxMessageBytes))),
+            ("max-pending-body-bytes", .number(Double(maxPendingBodyBytes))), ("http-timeout", .number(Double(httpTimeout))),
+            ("max-messages-per-second", .number(Double(maxMessagesPerSecond))), ("message-burst", .number(Double(messageBurst))),
+            ("max-queued-bytes", .number(Double(maxQueuedBytes))),
             ("ping-interval", .number(Double(pingInterval))), ("idle-timeout", .number(Double(idleTimeout))),
             ("rx-buffer", .number(Double(rxBuffer))), ("disconnect-grace", .number(disconnectGrace)),
             ("stream-keep-alive", .number(Double(streamKeepAlive))), ("data-dir", .string(dataDir)),
@@ -295,6 +323,11 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.maxMessageBytes = maxMessageBytes
+        configuration.maxPendingBodyBytes = maxPendingBodyBytes
+        configuration.httpTimeoutSeconds = httpTimeout
+        configuration.maxMessagesPerSecond = maxMessagesPerSecond
+        configuration.messageBurst = messageBurst
+        configuration.maxQueuedBytes = maxQueuedBytes
         configuration.pingIntervalSeconds = pingInterval
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.rxBufferBytes = rxBuffer

@@ -40,3 +40,50 @@ import Testing
         #expect(JSONWriter.string(.object([("k", .array([.null, .bool(false)]))])) == #"{"k":[null,false]}"#)
     }
 }
+
+/// Issue 16: no number outside the double range is ever accepted as data.
+@Suite struct ClientNumberTests {
+    @Test(arguments: ["1e400", "-1e400", "1E+309", "123456789e301"])
+    func strictParseRefusesNumbersBeyondTheDoubleRange(text: String) {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse("[" + text + "]") }
+    }
+
+    @Test func overflowReportingParseKeepsTheDocumentAndSaysWhere() throws {
+        let (json, overflowed) = try JSONParser.parseReportingOverflow(bytes: Array(#"{"a":[1,{"b":-1e400}],"c":2}"#.utf8))
+        #expect(overflowed)
+        #expect(json.firstNonFiniteNumber() == "a/1/b")
+        let (plain, clean) = try JSONParser.parseReportingOverflow(bytes: Array(#"{"a":1e308}"#.utf8))
+        #expect(!clean && plain.firstNonFiniteNumber() == nil)
+    }
+
+    @Test(arguments: [Double.nan, .infinity, -.infinity, 1e300, -1e300, 9.3e18, -9.3e18, 9_007_199_254_740_992, 0.5, -0.5])
+    func integerNeverTrapsAndRefusesWhatIsNotAWholeNumberInRange(value: Double) {
+        #expect(ClientInput.integer(value, in: 0...ClientInput.maxSafeInteger) == nil)
+    }
+
+    @Test func integerAcceptsTheEndsOfTheRange() {
+        #expect(ClientInput.integer(0.0, in: 0...ClientInput.maxSafeInteger) == 0)
+        #expect(ClientInput.integer(-0.0, in: 0...ClientInput.maxSafeInteger) == 0)
+        #expect(ClientInput.integer(9_007_199_254_740_991.0, in: 0...ClientInput.maxSafeInteger) == ClientInput.maxSafeInteger)
+    }
+
+    @Test func quotedKeepsAShortEscapedPrefix() {
+        #expect(ClientInput.quoted("abc") == #""abc""#)
+        #expect(ClientInput.quoted("a\n\"b") == #""a\n\"b""#)
+        let huge = String(repeating: "é", count: 1 << 20)
+        #expect(ClientInput.quoted(huge) == "\"" + String(repeating: "é", count: 40) + "…\" (2097152 bytes)")
+        // One grapheme cluster of a million scalars is still cut after 40 scalars.
+        let cluster = "e" + String(repeating: "\u{301}", count: 1 << 20)
+        #expect(ClientInput.quoted(cluster).utf8.count < 120)
+    }
+}
+
+@Suite struct JSONEqualityTests {
+    /// Found by fuzzing: an object with a repeated key compared unequal to itself.
+    @Test func objectWithARepeatedKeyEqualsItselfAndReadsLikeSubscript() throws {
+        let json = try JSONParser.parse(#"{"a":1,"b":true,"a":2}"#)
+        #expect(json == json)
+        #expect(json == .object([("b", true), ("a", 2)]))
+        #expect(json != .object([("a", 1), ("b", true)]))
+    }
+}

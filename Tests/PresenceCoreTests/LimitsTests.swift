@@ -358,3 +358,32 @@ enum TextFileForTests {
         #expect(Self.limits.limits.map(\.operation) == [.write, .read])
     }
 }
+
+/// Issue 16: usage read back from storage is not trusted; no arithmetic on it may trap.
+@Suite struct LimitArithmeticTests {
+    @Test(arguments: [Int64.max, Int64.max - 1, Int64.min, 0])
+    func cooldownArithmeticSaturatesOnAnInsaneStartTime(started: Int64) {
+        var usage = LimitUsage(count: 5, cooldownStartedAt: started)
+        let remaining = usage.remainingCooldown(at: 1_700_000_000_000, cooldown: 120_000)
+        #expect(remaining >= 0)
+        _ = usage.advance(to: 1_700_000_000_000, uses: 5, cooldown: 120_000)
+        _ = usage.remainingCooldown(at: Int64.min, cooldown: 120_000)
+    }
+
+    /// Token claims used as numbers by limit conditions (`created_at`) are plain doubles in the
+    /// rules language: any value, however large or of whatever type, evaluates without trapping.
+    @Test(arguments: [
+        (JSON.number(1.7e308), true), (.number(-1.7e308), false), (.number(1_700_000_000_000), true),
+        (.string("soon"), false), (.bool(true), false), (.null, false), (.number(9.3e18), true),
+    ])
+    func claimArithmeticInConditionsNeverTraps(createdAt: JSON, expected: Bool) throws {
+        let condition = try RuleCondition("now - auth.token.created_at < 7200000", file: "limits.json", location: "/when")
+        let auth: JSON = .object([("uid", "alice"), ("token", .object([("created_at", createdAt)]))])
+        #expect(condition.evaluate(auth: auth, root: .null, now: 1_700_000_000_000) == expected)
+    }
+
+    @Test(arguments: [(Int64.max, "153722867280912:56"), (0, "0:00"), (1, "0:01"), (-5, "0:00"), (61_001, "1:02")])
+    func clockNeverOverflows(milliseconds: Int64, expected: String) {
+        #expect(FeatureLimitResult.clock(milliseconds: milliseconds) == expected)
+    }
+}

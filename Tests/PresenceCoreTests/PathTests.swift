@@ -38,4 +38,42 @@ import Testing
         _ = try Path("/a/.priority")
         #expect(throws: DataError.self) { try Path("/.priority/a") }
     }
+
+    /// Issue 16: a 1 MB invalid path was scanned in full and echoed whole in the error. The error
+    /// now quotes a short prefix and says how long the path was.
+    @Test(arguments: [
+        String(repeating: "a", count: 1 << 20) + "/b.c",
+        "/ok/" + String(repeating: "é", count: 1 << 19) + ".",
+        String(repeating: "x.", count: 1 << 19),
+        String(repeating: "a/", count: 1 << 19),
+        String(repeating: "\u{1}", count: 1 << 20),
+        "/" + String(repeating: "\u{301}", count: 1 << 19),
+    ])
+    func hugeInvalidPathIsRefusedWithAShortMessage(_ raw: String) {
+        #expect {
+            try Path(raw)
+        } throws: { error in
+            let text = (error as? DataError)?.description ?? ""
+            return text.utf8.count < 300 && text.contains("(\(raw.utf8.count) bytes)")
+        }
+    }
+
+    @Test func errorsNameTheReasonAndQuoteEscapedInput() {
+        func message(_ raw: String) -> String {
+            do { _ = try Path(raw); return "" } catch { return error.description }
+        }
+        #expect(message("/a/b.c") == #"Invalid path "/a/b.c": invalid key "b.c": keys must be non-empty and may not contain . $ # [ ] / or control characters"#)
+        #expect(message("/a\n\"") == #"Invalid path "/a\n\"": invalid key "a\n\"": keys must be non-empty and may not contain . $ # [ ] / or control characters"#)
+        #expect(message("/.priority/a").contains(#"invalid key ".priority""#))
+        #expect(message("/" + Array(repeating: "k", count: 33).joined(separator: "/")).hasSuffix("deeper than 32 levels"))
+        #expect(message("/" + String(repeating: "x", count: 769)).hasSuffix("longer than 768 bytes"))
+    }
+
+    @Test func manySlashesAreStillOnlySeparators() throws {
+        #expect(try Path(String(repeating: "/", count: 1 << 20)).isRoot)
+        #expect(try Path(String(repeating: "/", count: 1000) + "a" + String(repeating: "/", count: 1000) + "b").segments == ["a", "b"])
+        #expect(try Path("/über/ключ/🙂").segments == ["über", "ключ", "🙂"])
+        // "/" then a combining mark is still a separator, as in the JS client (found by fuzzing).
+        #expect(try Path("/a/\u{0650}b").segments == ["a", "\u{0650}b"])
+    }
 }

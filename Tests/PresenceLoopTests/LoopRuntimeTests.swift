@@ -41,7 +41,9 @@ import Testing
         let late = runtime.makeTimer { fired.append("late") }
         let early = runtime.makeTimer { fired.append("early") }
         let cancelled = runtime.makeTimer { fired.append("cancelled") }
-        let stop = runtime.makeTimer { runtime.shutdown(afterMicroseconds: 1) }
+        // Unowned: the runtime keeps its timers, so a timer closure holding it would be a cycle
+        // (LeakSanitizer reports the runtime, its inbox and timers under make test-sanitizers).
+        let stop = runtime.makeTimer { [unowned runtime] in runtime.shutdown(afterMicroseconds: 1) }
         late.schedule(afterMicroseconds: 30_000)
         early.schedule(afterMicroseconds: 10_000)
         cancelled.schedule(afterMicroseconds: 20_000)
@@ -104,10 +106,29 @@ import Testing
             }
         }
         // Work from that source goes through dispatch, so lws timers it schedules are honoured.
-        let stop = runtime.makeTimer { runtime.shutdown(afterMicroseconds: 1) }
+        let stop = runtime.makeTimer { [unowned runtime] in runtime.shutdown(afterMicroseconds: 1) }
         runtime.dispatch { stop.schedule(afterMicroseconds: 40_000) }
         #expect(runtime.run() == 0)
         #expect(hookRan && counter.closed && counter.ticks >= 5)
+    }
+
+    /// The turn-end hook runs after a turn's work and before the loop waits again: jobs posted
+    /// together are all done when it runs, it runs once more at the shutdown, and its handle
+    /// closes with the loop.
+    @Test func theTurnEndHookSeesEachTurnsWorkOnceAndClosesWithTheLoop() throws {
+        let fixture = try Fixture()
+        let runtime = fixture.runtime
+        final class Record: @unchecked Sendable { var done = 0; var seen: [Int] = [] } // loop thread only
+        let record = Record()
+        runtime.onTurnEnd { if record.seen.last != record.done { record.seen.append(record.done) } }
+        for _ in 0..<3 { runtime.post { record.done += 1 } }
+        let later = runtime.makeTimer { record.done += 10 }
+        later.schedule(afterMicroseconds: 20_000)
+        let stop = runtime.makeTimer { runtime.shutdown(afterMicroseconds: 1) }
+        stop.schedule(afterMicroseconds: 40_000)
+        #expect(runtime.run() == 0)
+        // Nothing done (the first turns), the three jobs of one turn together, then the timer's.
+        #expect(record.seen.drop { $0 == 0 } == [3, 13])
     }
 }
 
@@ -128,7 +149,7 @@ extension LoopRuntimeTests {
         let timer = try #require(created)
         prs_timer_arm(timer, 5)
         runtime.onShutdown { prs_timer_close(timer) }
-        let stop = runtime.makeTimer { runtime.shutdown(afterMicroseconds: 1) }
+        let stop = runtime.makeTimer { [unowned runtime] in runtime.shutdown(afterMicroseconds: 1) }
         stop.schedule(afterMicroseconds: 30_000)
         #expect(runtime.run() == 0)
         #expect(owner.fired == 1 && owner.released)

@@ -12,6 +12,7 @@ import websocket
 
 from conftest import Server
 from test_tls_and_config import pki  # noqa: F401 (a fixture)
+from wsraw import read_to_close
 
 OWNER = {"Authorization": "Bearer owner"}
 
@@ -31,26 +32,13 @@ def assert_idle(server, seconds=1.5):
     assert used < 0.1 * seconds, f"the server used {used:.2f} s of CPU in {seconds} s while idle"
 
 
-def read_until_closed(sock, timeout=5):
-    sock.settimeout(timeout)
-    data = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except socket.timeout:
-            return data, False
-        if not chunk:
-            return data, True
-        data += chunk
-
-
 def test_pipelined_requests_with_a_body_are_answered_and_the_loop_stays_idle():
     server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory")
     try:
         attacker = socket.create_connection((server.host, server.port))
         attacker.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
                          b"PUT /a.json HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n1")
-        data, closed = read_until_closed(attacker)
+        data, closed = read_to_close(attacker, timeout=5)
         attacker.close()
         # The first request is answered, then the connection closes (the second is not read).
         assert data.startswith(b"HTTP/1.1 200") and b'{"status":"ok"}' in data, data

@@ -101,3 +101,20 @@ def test_many_streams_at_once_all_receive_writes_and_websockets_keep_working(ope
         assert len(events) == 21 and json.loads(events[-1][1]) == {"path": "/k19", "data": 19}
     # (No per-stream close here: a requests response closes slowly while its reader thread is
     # blocked; the server's stop at teardown ends them all.)
+
+
+def test_streams_of_one_location_share_an_event_and_each_location_gets_its_own(open_server):
+    # The server makes a message's event once per location and shares its bytes between the
+    # streams there: each location must still get its own path, and each message its own event.
+    base = f"http://{open_server.host}:{open_server.port}"
+    locations = ["hub", "hub/k1", "hub", "hub/k1"]
+    streams = [Stream(f"{base}/{location}.json", {"ns": "demo"}) for location in locations]
+    for stream in streams:
+        assert stream.wait(1)[0][0] == "put"
+    writer = open_server.client()
+    for value in (5, 6):
+        assert writer.call("p", {"p": "/hub/k1", "d": value})["s"] == "ok"
+    for location, stream in zip(locations, streams):
+        events = [json.loads(data) for _, data in stream.wait(3)[1:]]
+        path = "/k1" if location == "hub" else "/"
+        assert events == [{"path": path, "data": 5}, {"path": path, "data": 6}], (location, events)

@@ -4,6 +4,11 @@
 // check only in 2026), so the tap follows the frame headers of each WebSocket connection in the
 // bytes `recv` (plain) and `SSL_read` (TLS) return to lws.
 //
+// It also spots the frames lws 4.1.6 answers by dropping the TCP connection without a close frame
+// (a control frame over 125 bytes, a 64-bit length with its top bit set, a close frame with a
+// 1-byte payload or a reason that is not UTF-8), and hands them to the server before lws parses
+// them, so the server can send the close frame RFC 6455 §7.1.7 asks for.
+//
 // Only sockets the server registered are followed; every other call passes straight through.
 // All functions below run on the loop thread.
 #ifndef PRESENCE_TAP_H
@@ -23,6 +28,15 @@ void presence_tap_forget(int fd);
 
 /// 1 when a frame without the mask bit arrived on `fd`.
 int presence_tap_unmasked(int fd);
+
+/// The close code a frame on `fd` deserves that lws would drop silently (1002 or 1007), and why;
+/// 0 when none.
+int presence_tap_violation(int fd, const char **why);
+
+/// Called on the loop thread, inside lws's read of `fd`, the first time a frame on it violates
+/// the protocol in a way `presence_tap_violation` reports.
+typedef void (*presence_tap_handler)(void *context, int fd);
+void presence_tap_on_violation(presence_tap_handler handler, void *context);
 
 /// Feeds bytes as if lws had read them from `fd` (tests).
 void presence_tap_feed(int fd, const void *bytes, size_t length);

@@ -36,6 +36,11 @@ public enum FirebaseClaims {
     public static func credentials(from claims: JSON) -> Result<Credentials, AuthError> {
         // Legacy custom tokens carry the auth object in `d`.
         if let legacy = claims["d"], case .object = legacy, claims["sub"] == nil {
+            // The auth object must name its user: without a uid it would pass `auth != null`
+            // as nobody in particular (found by fuzzing).
+            guard let uid = legacy["uid"]?.stringValue, !uid.isEmpty else {
+                return .failure(.invalidToken("Could not parse auth token: the d claim has no uid"))
+            }
             return .success(.user(auth: legacy.compacted(), expiresAt: milliseconds(claims["exp"])))
         }
         guard let uid = claims["sub"]?.stringValue ?? claims["user_id"]?.stringValue ?? claims["uid"]?.stringValue, !uid.isEmpty else {

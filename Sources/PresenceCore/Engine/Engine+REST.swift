@@ -27,9 +27,12 @@ extension Engine {
                            shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
     }
 
-
     /// Applies a write and returns the written values as stored (server values resolved).
-    public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64)
+    /// `ifMatch` makes it conditional (`if-match`): it applies only while the ETag of the value at
+    /// `ifMatch.path` is `ifMatch.etag`, else `dataStale`. The rules are checked first, so someone
+    /// who may not write learns nothing about the current value from the answer.
+    public func write(_ operation: DirectWrite, at path: Path, namespace name: String, credentials: Credentials, now: Int64,
+                      ifMatch: (path: Path, etag: String)? = nil)
         -> Result<[(Path, Node)], EngineError>
     {
         // Replicated, REST writes are not proposed yet (docs/scaling.md, "What remains").
@@ -49,6 +52,7 @@ extension Engine {
         case .failure(let error): return .failure(error)
         }
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
+        if let ifMatch, let refusal = checkExpected(ifMatch.etag, at: ifMatch.path, in: ns, etag: true) { return .failure(refusal) }
         if let refusal = useWriteLimits(writes.map(\.0), credentials: credentials, in: ns, now: now) { return .failure(refusal) }
         commitWrite(writes, in: ns, identity: credentials.identity, label: "rest")
         return .success(writes)

@@ -85,12 +85,14 @@ extension Engine {
     func put(_ id: ConnectionID, path: Path, data: JSON, hash: String?, now: Int64) -> Result<Void, EngineError>? {
         guard let connection = connections[id] else { return .failure(.unavailable("connection closed")) }
         let ns = namespace(connection.namespace)
-        if let hash, let refusal = checkExpected(hash, at: path, in: ns, etag: false) { return .failure(refusal) }
         let write: (Path, Node)
         do { write = try prepare(data, at: path, in: ns, now: now) } catch { return .failure(EngineError(error)) }
+        // The rules first, as Firebase does: a transaction's datastale answer must not tell
+        // someone who may not write here whether their guess of the current value was right.
         guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
+        if let hash, let refusal = checkExpected(hash, at: path, in: ns, etag: false) { return .failure(refusal) }
         if let refusal = useWriteLimits([write.0], credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
         return finish([write], in: ns, credentials: connection.credentials, label: "set").map { $0.map { _ in () } }
     }

@@ -18,9 +18,12 @@ public enum JSON: Sendable, Equatable {
         case let (.string(a), .string(b)): return a == b
         case let (.array(a), .array(b)): return a == b
         case let (.object(a), .object(b)):
-            guard a.count == b.count else { return false }
-            let right = Dictionary(b, uniquingKeysWith: { _, last in last })
-            return a.allSatisfy { key, value in right[key] == value }
+            // Same members in the same order (the usual case), else the same value for each key
+            // with the last of a repeated key winning, as `subscript` reads it. (Comparing `a`'s
+            // every member with `b`'s last one made an object with a repeated key unequal to
+            // itself; found by fuzzing.)
+            if a.count == b.count, zip(a, b).allSatisfy({ $0.0 == $1.0 && $0.1 == $1.1 }) { return true }
+            return Dictionary(a, uniquingKeysWith: { _, last in last }) == Dictionary(b, uniquingKeysWith: { _, last in last })
         default: return false
         }
     }
@@ -54,6 +57,26 @@ public enum JSON: Sendable, Equatable {
     public var isNull: Bool {
         if case .null = self { return true }
         return false
+    }
+
+    /// The location (`/`-joined member names and array indexes) of the first non-finite number,
+    /// or nil when every number is finite. Only documents from `parseReportingOverflow` can
+    /// hold one.
+    public func firstNonFiniteNumber() -> String? {
+        switch self {
+        case .number(let n): return n.isFinite ? nil : ""
+        case .array(let elements):
+            for (index, element) in elements.enumerated() {
+                if let inner = element.firstNonFiniteNumber() { return inner.isEmpty ? "\(index)" : "\(index)/\(inner)" }
+            }
+            return nil
+        case .object(let members):
+            for (key, member) in members {
+                if let inner = member.firstNonFiniteNumber() { return inner.isEmpty ? key : "\(key)/\(inner)" }
+            }
+            return nil
+        case .null, .bool, .string: return nil
+        }
     }
 }
 

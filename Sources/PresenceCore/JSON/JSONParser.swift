@@ -28,6 +28,22 @@ public struct JSONParser {
         }
         return try result.get()
     }
+
+    /// Like `parse(bytes:)`, but a number beyond the double range (`1e400`) does not fail the
+    /// document: it is kept as ±infinity and `overflowed` is true, so a caller that can answer
+    /// with a precise error (the wire decoder: "number out of range at b/d/x") can find it.
+    /// Callers must refuse such a document; the data tree never stores a non-finite number.
+    public static func parseReportingOverflow(bytes: [UInt8], maxDepth: Int = defaultMaxDepth) throws(Error) -> (json: JSON, overflowed: Bool) {
+        let result: Result<(JSON, Bool), Error> = bytes.withUnsafeBufferPointer { buffer in
+            var parser = Parser(bytes: buffer, maxDepth: maxDepth)
+            parser.keepsOverflow = true
+            do throws(Error) {
+                let json = try parser.parseDocument()
+                return .success((json, parser.overflowed))
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
 }
 
 private struct Parser {
@@ -35,6 +51,9 @@ private struct Parser {
     let maxDepth: Int
     var index = 0
     var depth = 0
+    /// See `parseReportingOverflow`: out-of-range numbers become ±infinity instead of failing.
+    var keepsOverflow = false
+    var overflowed = false
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
@@ -158,9 +177,16 @@ private struct Parser {
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
+        guard let value = Double(text) else {
             index = start
-            throw fail("number out of range")
+            throw fail("invalid number")
+        }
+        if !value.isFinite {
+            guard keepsOverflow else {
+                index = start
+                throw fail("number out of range")
+            }
+            overflowed = true
         }
         return value
     }

@@ -40,7 +40,8 @@ public struct FeatureLimitResult: Sendable, Equatable {
 
     /// `1:45` for 105 s (whole seconds, rounded up: the app must not offer a use too early).
     public static func clock(milliseconds: Int64) -> String {
-        let seconds = (max(0, milliseconds) + 999) / 1000
+        let whole = max(0, milliseconds)
+        let seconds = whole / 1000 + (whole % 1000 > 0 ? 1 : 0)  // no `+ 999`: it overflows at Int64.max
         let rest = seconds % 60
         return "\(seconds / 60):\(rest < 10 ? "0" : "")\(rest)"
     }

@@ -40,10 +40,11 @@ public struct LimitUsage: Sendable, Equatable {
             return transitions
         }
         if let started = cooldownStartedAt {
-            if now >= started + cooldown {
+            let ends = Self.end(of: started, cooldown)
+            if now >= ends {
                 count = 0
                 cooldownStartedAt = nil
-                transitions.append(.cooldownCompleted(startedAt: started, endedAt: started + cooldown))
+                transitions.append(.cooldownCompleted(startedAt: started, endedAt: ends))
             } else if count < uses {
                 cooldownStartedAt = nil
                 transitions.append(.cooldownCancelled)
@@ -68,7 +69,15 @@ public struct LimitUsage: Sendable, Equatable {
     /// ms left in the cooldown at `now` (0 when none runs).
     public func remainingCooldown(at now: Int64, cooldown: Int64?) -> Int64 {
         guard let started = cooldownStartedAt, let cooldown else { return 0 }
-        return max(0, started + cooldown - now)
+        let (left, overflow) = Self.end(of: started, cooldown).subtractingReportingOverflow(now)
+        return overflow ? (now < 0 ? .max : 0) : max(0, left)
+    }
+
+    /// When a cooldown that started at `started` ends. A start time read back from storage is
+    /// not trusted to be sane: the sum saturates instead of trapping.
+    static func end(of started: Int64, _ cooldown: Int64) -> Int64 {
+        let (sum, overflow) = started.addingReportingOverflow(cooldown)
+        return overflow ? (cooldown > 0 ? .max : .min) : sum
     }
 }
 

@@ -30,7 +30,12 @@ public enum PushID {
                 lastRandom = carried
             } else {
                 if time == lastTime { time += 1 }
-                lastRandom = (0..<12).map { _ in UInt8(random.next(upperBound: UInt64(64))) }
+                // A loop, not `map`: a closure capturing the inout (zero-sized) system generator
+                // makes ThreadSanitizer's access instrumentation fault.
+                var digits: [UInt8] = []
+                digits.reserveCapacity(12)
+                for _ in 0..<12 { digits.append(UInt8(random.next(upperBound: UInt64(64)))) }
+                lastRandom = digits
             }
             lastTime = time
             var characters: [Character] = []

@@ -40,9 +40,7 @@ extension QuerySpec {
         }
         for (name, direction) in [("limitToFirst", QueryLimit.Direction.first), ("limitToLast", .last)] {
             guard let text = parameters[name] else { continue }
-            guard let json = try? JSONParser.parse(text) else {
-                throw QueryError.invalidParameter(name: name, reason: "must be a positive integer")
-            }
+            let json = (try? JSONParser.parse(text)) ?? .null
             limit = QueryLimit(count: try Self.positiveInteger(json, name: name), direction: direction)
         }
         let names = ["startAt", "startAfter", "endAt", "endBefore", "equalTo"].filter { parameters[$0] != nil }
@@ -77,6 +75,9 @@ extension QuerySpec {
         guard case .array(let pair)? = try? JSONParser.parse("[" + text + "]"), pair.count == 2,
             let value = QueryValue(json: pair[0]), case .string(let name) = pair[1]
         else { throw invalid }
+        guard name.utf8.count <= Path.maxKeyPathBytes else {
+            throw QueryError.invalidParameter(name: parameter, reason: "key name must be at most \(Path.maxKeyPathBytes) bytes")
+        }
         return QueryBound(value: value, name: name, inclusive: inclusive)
     }
 }

@@ -46,8 +46,12 @@ extension QuerySpec {
         case ".priority": return .priority
         default:
             let invalid = QueryError.invalidParameter(
-                name: parameter, reason: "must name an index: \(JSONWriter.string(.string(name))) is not a valid child path")
+                name: parameter, reason: "must name an index: \(ClientInput.quoted(name)) is not a valid child path")
             guard let path = try? Path(name), !path.isRoot else { throw invalid }
+            // `/.priority` or `.priority/` is the priority index, which is what its wire name
+            // (".priority") says; as a child index it changed meaning on the way back (found by
+            // fuzzing: the listen and its unlisten named different queries).
+            if path.segments == [".priority"] { return .priority }
             return .child(path)
         }
     }
@@ -60,7 +64,12 @@ extension QuerySpec {
         var bound = QueryBound(value: boundValue)
         switch q[name] {
         case nil, .null?: break
-        case .string(let s)?: bound.name = s
+        case .string(let s)?:
+            // A name is a key (or a sentinel); a longer one can match nothing.
+            guard s.utf8.count <= Path.maxKeyPathBytes else {
+                throw QueryError.invalidParameter(name: name, reason: "must be at most \(Path.maxKeyPathBytes) bytes")
+            }
+            bound.name = s
         default: throw QueryError.invalidParameter(name: name, reason: "must be a string")
         }
         switch q[inclusive] {
@@ -71,11 +80,12 @@ extension QuerySpec {
         return bound
     }
 
+    /// A limit: a whole number from 1 to 2^53 − 1.
     static func positiveInteger(_ json: JSON, name: String) throws(QueryError) -> Int {
-        guard case .number(let n) = json, n >= 1, n == n.rounded(), n <= 9_007_199_254_740_992 else {
-            throw QueryError.invalidParameter(name: name, reason: "must be a positive integer")
+        guard let count = ClientInput.integer(json, in: 1...ClientInput.maxSafeInteger) else {
+            throw QueryError.invalidParameter(name: name, reason: "must be a positive integer (1 to \(ClientInput.maxSafeInteger))")
         }
-        return Int(n)
+        return count
     }
 
     /// The checks the JS client makes before it sends a query (`validateQueryEndpoints`).

@@ -43,8 +43,9 @@ public struct RuleQuery: Sendable, Equatable {
         startAt = json["startAt"].flatMap { $0.isNull ? nil : $0 }
         endAt = json["endAt"].flatMap { $0.isNull ? nil : $0 }
         equalTo = json["equalTo"].flatMap { $0.isNull ? nil : $0 }
-        limitToFirst = json["limitToFirst"]?.numberValue.map { Int($0) }
-        limitToLast = json["limitToLast"]?.numberValue.map { Int($0) }
+        // Limits that are not whole numbers within 2^53 are ignored rather than trapping.
+        limitToFirst = json["limitToFirst"].flatMap { ClientInput.integer($0, in: 0...ClientInput.maxSafeInteger) }
+        limitToLast = json["limitToLast"].flatMap { ClientInput.integer($0, in: 0...ClientInput.maxSafeInteger) }
     }
 
     /// The value a write rule sees: no query at all.

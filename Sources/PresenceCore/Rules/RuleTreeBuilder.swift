@@ -18,7 +18,7 @@ struct RuleTreeBuilder {
             throw fail("", "the rules document must have a top-level \"rules\" key")
         }
         if let other = members.first(where: { $0.0 != "rules" }) {
-            throw fail("", "unexpected top-level key \"\(other.0)\": only \"rules\" is allowed")
+            throw fail("", "unexpected top-level key \(ClientInput.quoted(other.0)): only \"rules\" is allowed")
         }
         return try node(document["rules"] ?? .null, path: "/rules", wildcards: [], depth: 0)
     }
@@ -70,13 +70,13 @@ struct RuleTreeBuilder {
                 default: throw fail(childPath, ".indexOn must be a string or an array of strings, not \(kind(value))")
                 }
             default:
-                if key.hasPrefix(".") { throw fail(childPath, "unknown rule type \"\(key)\"") }
+                if key.hasPrefix(".") { throw fail(childPath, "unknown rule type \(ClientInput.quoted(key))") }
                 if key.hasPrefix("$") {
                     if let existing = wildcardName {
-                        throw fail(childPath, "only one wildcard per level is allowed (already have \(existing))")
+                        throw fail(childPath, "only one wildcard per level is allowed (already have \(ClientInput.quoted(existing)))")
                     }
                     if wildcards.contains(key) {
-                        throw fail(childPath, "wildcard \(key) is already used by an ancestor on this path")
+                        throw fail(childPath, "wildcard \(ClientInput.quoted(key)) is already used by an ancestor on this path")
                     }
                     wildcardName = key
                     wildcard = try node(value, path: childPath, wildcards: wildcards + [key], depth: depth + 1)

@@ -18,7 +18,8 @@ public struct RulesLoadError: Error, CustomStringConvertible, Sendable, Equatabl
 
     public var description: String {
         var text = source
-        if !rulePath.isEmpty { text += ": " + rulePath }
+        // The path is made of the document's keys; a hostile document's could be kilobytes long.
+        if !rulePath.isEmpty { text += ": " + (rulePath.utf8.count > 200 ? ClientInput.quoted(rulePath, limit: 200) : rulePath) }
         if let position { text += ": at position \(position)" }
         return text + ": " + reason
     }

@@ -47,10 +47,14 @@ public enum ServerValues {
                 throw DataError.unknownServerValue(path: path.description)
             }
             // A number stored at exactly this path is incremented; anything else is replaced (§6.2).
-            if case .leaf(.number(let existing), _) = current(path) {
-                return .number(existing + delta)
+            var result = delta
+            if case .leaf(.number(let existing), _) = current(path) { result = existing + delta }
+            // A sum beyond ±1.8e308 is ±Infinity, which JSON cannot carry (clients would read
+            // null). What Firebase does is not documented; the write is refused, nothing stored.
+            guard result.isFinite else {
+                throw DataError.invalidData(path: path.description, reason: "increment overflows: the result is beyond ±1.7976931348623157e308")
             }
-            return .number(delta)
+            return .number(result)
         default:
             throw DataError.unknownServerValue(path: path.description)
         }

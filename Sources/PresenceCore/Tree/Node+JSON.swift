@@ -11,7 +11,10 @@ extension Node {
         switch json {
         case .null: return .null
         case .bool(let b): return .leaf(.bool(b), priority: nil)
-        case .number(let n): return .leaf(.number(n), priority: nil)
+        case .number(let n):
+            // The parser refuses 1e400, but arithmetic (an increment) can still overflow.
+            guard n.isFinite else { throw DataError.invalidData(path: path.description, reason: "numbers must be finite") }
+            return .leaf(.number(n), priority: nil)
         case .string(let s): return .leaf(.string(s), priority: nil)
         case .array(let elements):
             var children: [String: Node] = [:]
@@ -57,7 +60,7 @@ extension Node {
 
     private static func buildChild(_ key: String, _ json: JSON, depth: Int, pathBytes: Int, path: Path) throws(DataError) -> Node {
         guard Path.isValidKey(key) else {
-            throw DataError.invalidData(path: path.description, reason: "invalid key \"\(key)\": keys must be non-empty and may not contain . $ # [ ] / or control characters")
+            throw DataError.invalidData(path: path.description, reason: "invalid key \(ClientInput.quoted(key)): keys must be non-empty and may not contain . $ # [ ] / or control characters")
         }
         let childDepth = depth + 1
         let childBytes = pathBytes + (depth == 0 ? 0 : 1) + key.utf8.count
@@ -74,7 +77,7 @@ extension Node {
     private static func parsePriority(_ json: JSON, path: Path) throws(DataError) -> Priority? {
         switch json {
         case .null: return nil
-        case .number(let n): return .number(n)
+        case .number(let n) where n.isFinite: return .number(n)
         case .string(let s): return .string(s)
         default: throw DataError.invalidData(path: path.description, reason: ".priority must be a string, number or null")
         }

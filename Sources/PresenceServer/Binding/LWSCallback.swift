@@ -28,8 +28,8 @@ func presenceCallback(
         guard let user else { return -1 }
         return server.outbox.writeable(user.load(as: UInt64.self))
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-        if let user { server.webSocket.peerClosing(user.load(as: UInt64.self), input: input, length: length) }
-        return 0
+        guard let user else { return 0 }
+        return server.webSocket.peerClosing(user.load(as: UInt64.self), input: input, length: length)
     case LWS_CALLBACK_CLOSED:
         if let user { server.webSocket.closed(user.load(as: UInt64.self)) }
         return 0

@@ -28,7 +28,9 @@ final class LWSContextSetup {
         protocols[0].callback = presenceCallback
         protocols[0].per_session_data_size = MemoryLayout<UInt64>.size
         protocols[0].rx_buffer_size = configuration.rxBufferBytes
-        protocols[0].tx_packet_size = FrameSplitter.maxFrameBytes + 64
+        // lws sends at most this much per `send` (the rest waits in lws for the next WRITEABLE):
+        // room for a batch of frames (`FrameBatch`), which holds at least one split frame.
+        protocols[0].tx_packet_size = max(FrameBatch.budget, FrameSplitter.maxFrameBytes + 64)
 
         info.port = Int32(configuration.port)
         info.iface = UnsafePointer(keep(configuration.host))
@@ -48,7 +50,16 @@ final class LWSContextSetup {
         info.user = user
         info.vhost_name = UnsafePointer(keep("default"))
         info.fd_limit_per_thread = 0
-        info.timeout_secs = 10
+        // HTTP heads, set deliberately (lws 4.1.6): a head must arrive within --http-timeout (lws's
+        // idle timeout for a header table, armed once, not by each byte, so slow headers are
+        // dropped; also lws's gap between two parts of a body), and fit 4 KiB (lws drops a longer
+        // one without an answer; clients send about 0.5 KiB). Header tables are not pooled (0: one
+        // per connection that is sending its head): with a bounded pool, a few hundred slow heads
+        // would make every new client wait for one. Memory is then bounded by the fd limit.
+        info.timeout_secs = UInt32(configuration.httpTimeoutSeconds)
+        info.timeout_secs_ah_idle = UInt32(configuration.httpTimeoutSeconds)
+        info.max_http_header_data = 4096
+        info.max_http_header_pool = 0
     }
 
     deinit {

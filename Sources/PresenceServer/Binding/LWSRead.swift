@@ -66,6 +66,9 @@ enum LWSRead {
         lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
     }
 
+    /// Payload bytes of the frame being received that are still to come (from its header).
+    static func remainingInFrame(_ wsi: OpaquePointer) -> Int { Int(clamping: lws_remaining_packet_payload(wsi)) }
+
     /// The HTTP request lws has parsed: method, path, query and the headers the routes read.
     static func request(_ wsi: OpaquePointer, uri: UnsafeMutableRawPointer?) -> HTTPRequest {
         var method = "GET"

@@ -12,6 +12,21 @@ enum LWSWrite {
         return Int(written) >= count
     }
 
+    /// Frames already framed (`FrameBatch`), in one `send`: a raw write, which lws 4.1 passes
+    /// through a WebSocket connection's framing untouched (and buffers, like any write, when the
+    /// socket takes only part). False when lws failed.
+    static func frames(_ batch: inout FrameBatch, to wsi: OpaquePointer) -> Bool {
+        let count = batch.byteCount
+        let written = batch.withWire { buffer in
+            lwss_write(wsi, buffer.baseAddress! + OutFrame.headroom, count, Int32(LWS_WRITE_HTTP.rawValue) /* LWS_WRITE_RAW */)
+        }
+        return Int(written) >= count
+    }
+
+    /// Whether the connection is a WebSocket inside an HTTP/2 stream (RFC 8441), where lws frames
+    /// for the stream and raw bytes cannot go (`frames` is then written one `text` at a time).
+    static func isTunnelled(_ wsi: OpaquePointer) -> Bool { lws_get_network_wsi(wsi) != wsi }
+
     /// A close frame with `code` and `reason`. The shell writes it itself: with the libuv loop,
     /// lws 4.1 kills the socket before sending the frame that `lws_close_reason` queues. The caller
     /// then returns -1 from the callback.
@@ -79,6 +94,12 @@ enum LWSWrite {
         _ = lws_rx_flow_control(wsi, 1)
         lws_callback_on_writable(wsi)
     }
+
+    /// A WebSocket connection over its message budget: lws reads nothing more from it (what it
+    /// already read waits in lws) until `resumeReading`; the client is slowed by TCP backpressure.
+    static func pauseReading(_ wsi: OpaquePointer) { _ = lws_rx_flow_control(wsi, 0) }
+
+    static func resumeReading(_ wsi: OpaquePointer) { _ = lws_rx_flow_control(wsi, 1) }
 
     /// Close the socket now, without a close frame; lws then reports the close.
     static func drop(_ wsi: OpaquePointer) { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC) }

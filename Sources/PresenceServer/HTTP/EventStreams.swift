@@ -24,6 +24,11 @@ final class EventStreams {
     }
 
     private var streams: [UInt64: Stream] = [:]
+    /// The current message's events by location, so streams of one location share one copy of
+    /// its bytes (arrays are copy-on-write) instead of serializing it once each.
+    private var eventsOfMessage: [Path: (chunk: [UInt8], ends: Bool)] = [:]
+    /// Streams dropped as slow readers since the last `takeDropped`: the engine must forget them.
+    private var dropped: [UInt64] = []
     private var byWSI: [OpaquePointer: UInt64] = [:]
     private let maxQueuedBytes: Int
     private let keepAliveMicroseconds: Int64
@@ -56,19 +61,39 @@ final class EventStreams {
         return true
     }
 
+    /// Call before handing a new message to its recipients (`enqueue` for each): until then,
+    /// `enqueue` reuses the events it made for the current message.
+    func nextMessage() {
+        if !eventsOfMessage.isEmpty { eventsOfMessage.removeAll(keepingCapacity: true) }
+    }
+
     /// Queues an engine message for stream `id` as events; false when `id` is not a stream.
     func enqueue(_ message: Outbound, for id: UInt64) -> Bool {
         guard let stream = streams[id] else { return false }
-        guard !stream.ending, let (text, ends) = ServerSentEvents.events(for: message, location: stream.location) else { return true }
-        append(Self.chunk(text), to: stream)
+        guard !stream.ending else { return true }
+        let events: (chunk: [UInt8], ends: Bool)
+        if let known = eventsOfMessage[stream.location] {
+            events = known
+        } else {
+            guard let (text, ends) = ServerSentEvents.events(for: message, location: stream.location) else { return true }
+            events = (Self.chunk(text), ends)
+            eventsOfMessage[stream.location] = events
+        }
+        let ends = events.ends
+        append(events.chunk, to: stream)
         if ends {
             stream.ending = true
             stream.queue.append(Self.lastChunk)
         }
         if stream.queuedBytes > maxQueuedBytes {
-            logger.warning("closing stream \(stream.id): it does not read fast enough")
+            logger.warning("closing stream \(stream.id): it does not read fast enough (\(stream.queuedBytes) bytes queued)")
             stream.queue.removeAll()
+            stream.queuedBytes = 0
             stream.ending = true
+            // It leaves the engine now (no more pushes computed for it), and its socket, full,
+            // is dropped in a second if the last chunk cannot be written.
+            dropped.append(stream.id)
+            LWSWrite.drop(stream.wsi, afterSeconds: 1)
         }
         LWSWrite.requestHTTPWriteable(stream.wsi)
         return true
@@ -93,6 +118,13 @@ final class EventStreams {
         guard LWSWrite.httpBody(event, final: false, to: wsi) else { return -1 }
         if !stream.queue.isEmpty || stream.ending { LWSWrite.requestHTTPWriteable(wsi) } else { LWSWrite.pauseHTTP(wsi) }
         return 0
+    }
+
+    var hasDropped: Bool { !dropped.isEmpty }
+
+    func takeDropped() -> [UInt64] {
+        defer { dropped = [] }
+        return dropped
     }
 
     /// The stream's socket closed: its id, for the engine to forget; nil when it was no stream.

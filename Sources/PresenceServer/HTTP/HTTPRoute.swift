@@ -1,17 +1,18 @@
 import Logging
 import PresenceCore
+import PresenceLoop
 import PresenceWire
 
 /// Plain HTTP on the WebSocket port: health, readiness, metrics and the operator API first, then
-/// REST streaming reads, then the REST API (with request bodies up to `--max-message-bytes`).
+/// REST streaming reads, then the REST API.
+///
+/// A request with a body is judged from its head before a byte of the body is read: its size
+/// (`Content-Length` over `--max-message-bytes`: 413), its route, method and credentials, and
+/// whether the rules could let those credentials write there at all (401, 404, 405, 400); then
+/// the room left for bodies in flight (`--max-pending-body-bytes`: 503). A refused request is
+/// answered at once and its body dropped; an admitted one is buffered (`RequestBodies`) and must
+/// arrive before its deadline (`--http-timeout`, plus time for its length), or it is dropped.
 final class HTTPRoute {
-    /// A request whose body is still arriving.
-    private struct PendingRequest {
-        var request: HTTPRequest
-        var tooLarge = false
-    }
-
-    private let maxBodyBytes: Int
     private let logger: Logger
     private let engine: Engine
     private let rest: RESTHandler
@@ -20,11 +21,15 @@ final class HTTPRoute {
     private let streams: EventStreams
     private let operators: OperatorAPI
     private let steps: EngineSteps
-    private var pendingRequests: [OpaquePointer: PendingRequest] = [:]
+    private let storage: StorageLink
+    private var bodies: RequestBodies<OpaquePointer>
+    private var refusals = RefusalLog()
+    private var lateBodies = RefusalLog()
+    private var deadlineTimer: LoopTimer!
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, table: ConnectionTable,
-         responder: HTTPResponder, streams: EventStreams, operators: OperatorAPI, steps: EngineSteps) {
-        maxBodyBytes = configuration.maxMessageBytes
+         responder: HTTPResponder, streams: EventStreams, operators: OperatorAPI, steps: EngineSteps, storage: StorageLink,
+         runtime: LoopRuntime) {
         self.logger = logger
         self.engine = engine
         self.rest = rest
@@ -33,48 +38,132 @@ final class HTTPRoute {
         self.streams = streams
         self.operators = operators
         self.steps = steps
+        self.storage = storage
+        bodies = RequestBodies(limits: .init(maxBodyBytes: configuration.maxMessageBytes, maxPendingBytes: configuration.maxPendingBodyBytes,
+                                             timeoutMilliseconds: Int64(configuration.httpTimeoutSeconds) * 1_000,
+                                             minBytesPerSecond: Self.minBodyBytesPerSecond))
+        deadlineTimer = runtime.makeTimer { [unowned self] in expireBodies() }
     }
+
+    /// A body's deadline allows its length at this rate (512 kbit/s) on top of `--http-timeout`.
+    static let minBodyBytesPerSecond = 64 * 1024
 
     /// `LWS_CALLBACK_HTTP`: the request's head has arrived.
     func request(_ wsi: OpaquePointer, uri: UnsafeMutableRawPointer?) -> Int32 {
         let request = LWSRead.request(wsi, uri: uri)
-        let hasBody = ["PUT", "PATCH", "POST"].contains(request.method) && (Int(request.headers["content-length"] ?? "") ?? 0) > 0
-        if !hasBody, let response = operators.route(request) {
+        if ["PUT", "PATCH", "POST"].contains(request.method), let declared = request.headers["content-length"] {
+            guard let length = Int(declared), length >= 0 else {
+                return refuse(wsi, .error(400, "Content-Length must be a number of bytes"), length: 0, request: request)
+            }
+            if length > 0 { return admitBody(of: request, length: length, on: wsi) }
+        }
+        if let response = operators.route(request) {
             return responder.respond(wsi, response, after: steps.run())
         }
+        if let refusal = storageRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
         case .failure(let refusal)?: return responder.respond(wsi, refusal.response)
         case nil: break
         }
-        if hasBody {
-            pendingRequests[wsi] = PendingRequest(request: request)
-            return 0
-        }
         let response = rest.handle(request, now: WallClock.nowMilliseconds())
         return responder.respond(wsi, response, after: steps.run())
     }
 
-    func body(_ wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
-        guard var pending = pendingRequests[wsi], let input else { return 0 }
-        if pending.request.body.count + length > maxBodyBytes {
-            pending.tooLarge = true
-            pending.request.body = []
-        } else if !pending.tooLarge {
-            pending.request.body.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+    /// A request with a body: checked from its head, then its body is read or dropped.
+    private func admitBody(of request: HTTPRequest, length: Int, on wsi: OpaquePointer) -> Int32 {
+        let now = WallClock.nowMilliseconds()
+        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? precheck(request, now: now) {
+            return refuse(wsi, refusal, length: length, request: request)
         }
-        pendingRequests[wsi] = pending
+        let admission = bodies.admit(wsi, request: request, length: length, now: now)
+        if !deadlineTimer.isScheduled { deadlineTimer.schedule(afterMicroseconds: 1_000_000) }
+        switch admission {
+        case .read:
+            return 0
+        case let .refuse(status, message):
+            var response = HTTPResponse.error(status, message)
+            if status == 503 { response.headers.append(("Retry-After", "1")) }
+            return answer(wsi, response, request: request)
+        }
+    }
+
+    /// While storage commits fail, REST writes are refused (503): not stored means not acknowledged.
+    private func storageRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard storage.isFailing, ["PUT", "PATCH", "POST", "DELETE"].contains(request.method),
+              request.path != "/.admin", !request.path.hasPrefix("/.admin/") else { return nil }
+        var response = HTTPResponse.error(503, StorageLink.unavailableMessage)
+        response.headers.append(("Retry-After", "5"))
+        return response
+    }
+
+    /// What the head alone tells: operators need the admin credential; REST routes, methods,
+    /// credentials and rules are `RESTHandler.precheck`'s.
+    private func precheck(_ request: HTTPRequest, now: Int64) -> HTTPResponse? {
+        if ["/healthz", "/readyz", "/metrics"].contains(request.path) { return nil }
+        if request.path == "/.admin" || request.path.hasPrefix("/.admin/") {
+            guard case .success(let credentials) = rest.resolveCredentials(request, now: now), credentials.isAdmin else {
+                return .error(401, "Admin credentials required")
+            }
+            return nil
+        }
+        return rest.precheck(request, now: now)
+    }
+
+    /// Refuses a request from its head: answered now, its body dropped as it arrives.
+    private func refuse(_ wsi: OpaquePointer, _ response: HTTPResponse, length: Int, request: HTTPRequest) -> Int32 {
+        bodies.refuse(wsi, length: length, now: WallClock.nowMilliseconds())
+        if !deadlineTimer.isScheduled { deadlineTimer.schedule(afterMicroseconds: 1_000_000) }
+        return answer(wsi, response, request: request)
+    }
+
+    /// Writes a refusal at once (the body has not been read, so `HTTPResponder`'s turn would come
+    /// only after it); the connection closes once the body is in, or at its deadline.
+    private func answer(_ wsi: OpaquePointer, _ response: HTTPResponse, request: HTTPRequest) -> Int32 {
+        let path = request.path.count > 200 ? request.path.prefix(200) + "…" : request.path
+        if let line = refusals.note("refused \(request.method) \(path) from its head: \(response.status) \(response.body)", now: WallClock.nowMilliseconds()) {
+            logger.notice("\(line)")
+        }
+        let body = Array(response.body.utf8)
+        guard LWSWrite.httpHead(status: response.status, headers: response.headers + [("Connection", "close")],
+                                contentLength: body.count, to: wsi),
+              LWSWrite.httpBody(body, final: true, to: wsi) else {
+            bodies.closed(wsi)
+            return -1
+        }
         return 0
     }
 
-    func bodyComplete(_ wsi: OpaquePointer) -> Int32 {
-        guard let pending = pendingRequests.removeValue(forKey: wsi) else { return 0 }
-        if pending.tooLarge {
-            logger.notice("refused a REST body over \(maxBodyBytes) bytes")
-            return responder.respond(wsi, .error(413, "Request body larger than \(maxBodyBytes) bytes"))
+    func body(_ wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        guard let input else { return 0 }
+        switch bodies.arrived(wsi, UnsafeRawBufferPointer(start: input, count: length)) {
+        case .kept, .dropped: return 0
+        case .tooMuch:
+            bodies.closed(wsi)
+            return -1
         }
-        let response = operators.route(pending.request) ?? rest.handle(pending.request, now: WallClock.nowMilliseconds())
+    }
+
+    func bodyComplete(_ wsi: OpaquePointer) -> Int32 {
+        let request: HTTPRequest
+        switch bodies.complete(wsi) {
+        case .request(let complete)?: request = complete
+        case .refused?: return -1  // its answer went out, and the client has sent everything
+        case nil: return 0
+        }
+        let response = operators.route(request) ?? rest.handle(request, now: WallClock.nowMilliseconds())
         return responder.respond(wsi, response, after: steps.run())
+    }
+
+    /// Bodies past their deadline: their connections are dropped (a refused one has its answer).
+    private func expireBodies() {
+        for (wsi, refused) in bodies.expire(now: WallClock.nowMilliseconds()) {
+            if !refused, let line = lateBodies.note("a request body was not received in time: connection dropped", now: WallClock.nowMilliseconds()) {
+                logger.notice("\(line)")
+            }
+            LWSWrite.drop(wsi)
+        }
+        if !bodies.isEmpty { deadlineTimer.schedule(afterMicroseconds: 1_000_000) }
     }
 
     /// A streaming read: the engine checks it (a refusal is answered with its status from the error
@@ -103,7 +192,7 @@ final class HTTPRoute {
     func closed(_ wsi: OpaquePointer) {
         MaskTap.closed(wsi)
         responder.closed(wsi)
-        pendingRequests.removeValue(forKey: wsi)
+        bodies.closed(wsi)
         guard let id = streams.closed(wsi) else { return }
         engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
         logger.info("stream closed", metadata: ["stream": "\(id)"])

@@ -10,6 +10,9 @@ struct OutboundQueue {
     var isEmpty: Bool { head == frames.count }
     var count: Int { frames.count - head }
 
+    /// The frame that leaves next.
+    var first: OutFrame? { head < frames.count ? frames[head] : nil }
+
     mutating func append(_ frame: OutFrame) {
         frames.append(frame)
         bytes += frame.payloadCount

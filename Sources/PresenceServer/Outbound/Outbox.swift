@@ -7,10 +7,12 @@ import PresenceWire
 ///
 /// Each engine message is encoded once and its frames shared by every recipient. `DeliveryOrder`
 /// decides whether a message may leave now (an ack waits for its step to be durable, and nothing
-/// overtakes it). A message that may leave is written through when the connection has nothing
-/// queued and lws nothing buffered (no WRITEABLE round trip: two fewer `epoll_ctl` calls per push,
-/// the main cost of fan-out); otherwise it is queued and written one frame per WRITEABLE. A queue
-/// over `maxQueuedBytes` drops the connection as a slow reader: it leaves the engine at once
+/// overtakes it). A message that may leave is due (`DueFrames`, no allocation per push); at the end
+/// of the loop's turn (`flush`) each connection's due frames go in one `send` (`FrameBatch`) when it
+/// has nothing queued and lws nothing buffered, with no WRITEABLE round trip (no `epoll_ctl`): under
+/// load a watcher gets several pushes per turn, so the cost per push falls as load rises. What does
+/// not fit one send, or finds the socket full, is queued and written a batch per WRITEABLE. A
+/// queue over `maxQueuedBytes` drops the connection as a slow reader: it leaves the engine at once
 /// (`takeDropped`), and its socket closes within a second even if the close frame cannot be sent.
 final class Outbox {
     private let maxQueuedBytes: Int
@@ -18,8 +20,15 @@ final class Outbox {
     private let metrics: ServerMetrics
     private let table: ConnectionTable
     private let streams: EventStreams
-    private var order = DeliveryOrder<UInt64>()
+    // Touched for every push and every send on the loop thread, never re-entrantly: no dynamic
+    // exclusivity checks (they cost about as much as the rest of a push's bookkeeping).
+    @exclusivity(unchecked) private var order = DeliveryOrder<UInt64>()
+    @exclusivity(unchecked) private var due = DueFrames<ShellConnection>()
+    @exclusivity(unchecked) private var batch = FrameBatch()
     private var dropped: [UInt64] = []
+    /// lws timeouts were set outside an lws callback (at the turn's end): lws must be woken to arm
+    /// them (`LoopRuntime.wake`).
+    private(set) var needsLWSWake = false
     private(set) var messagesSent = 0
     private(set) var bytesSent = 0
     private(set) var pushes = 0
@@ -68,6 +77,7 @@ final class Outbox {
         // Only an ack waits for its step to be durable.
         let waitsFor = reply == nil ? nil : barrier
         let anyStreams = streams.isOpen
+        if anyStreams { streams.nextMessage() }
         for recipient in recipients {
             if anyStreams, streams.enqueue(message, for: recipient.raw) { continue }
             guard let connection = table[recipient.raw], connection.closing == nil else { continue }
@@ -79,33 +89,85 @@ final class Outbox {
         }
     }
 
-    /// Writes through while nothing is queued or buffered; queues the rest.
+    /// Makes the frames due: they leave at the end of the turn (`flush`), after what is queued.
     private func deliver(_ frames: [OutFrame], reply: Int?, to connection: ShellConnection) {
         if let reply { ackSent(reply, on: connection) }
-        var remaining = frames[...]
-        while connection.queue.isEmpty, let frame = remaining.first, !LWSWrite.isBuffered(connection.wsi) {
-            guard LWSWrite.text(frame, to: connection.wsi) else { break }
-            countSent(frame, on: connection)
-            remaining = remaining.dropFirst()
+        for frame in frames { due.append(frame, for: connection) }
+        // A connection already waiting for its socket is judged now; the others after the flush.
+        if !connection.queue.isEmpty, connection.queue.bytes + due.bytes(for: connection) > maxQueuedBytes {
+            dropSlowReader(connection)
         }
-        if remaining.isEmpty { return }
-        for frame in remaining { connection.queue.append(frame) }
-        if connection.queue.exceeds(maxQueuedBytes) { dropSlowReader(connection) }
-        LWSWrite.requestWriteable(connection.wsi)
+    }
+
+    /// The end of the loop's turn: each connection's due frames in one send, when nothing is
+    /// queued or buffered ahead of them; the rest queued for WRITEABLE.
+    func flush() {
+        needsLWSWake = false
+        guard !due.isEmpty else { return }
+        for index in 0..<due.beginTurn() {
+            let (connection, frames) = due.turn(index)
+            flush(frames, to: connection)
+        }
+        due.endTurn()
+    }
+
+    private func flush(_ frames: DueFrames<ShellConnection>.Chain, to connection: ShellConnection) {
+        var frames = frames
+        var next = frames.next()
+        // Nothing left (taken out since: queued by a WRITEABLE, dropped, closed).
+        guard next != nil, connection.closeSentAt == nil else { return }
+        let wsi = connection.wsi
+        if connection.queue.isEmpty, !LWSWrite.isBuffered(wsi) {
+            var written: Bool
+            if LWSWrite.isTunnelled(wsi) {
+                written = true
+                while written, let frame = next {
+                    written = LWSWrite.text(frame, to: wsi)
+                    if written { countSent(frames: 1, bytes: frame.payloadCount, on: connection) }
+                    next = frames.next()
+                }
+            } else {
+                batch.reset()
+                while let frame = next, batch.fits(frame) {
+                    batch.append(frame)
+                    next = frames.next()
+                }
+                written = writeBatch(to: connection)
+            }
+            guard written else {
+                LWSWrite.drop(wsi)
+                needsLWSWake = true
+                return
+            }
+        }
+        guard next != nil else { return }
+        while let frame = next {
+            connection.queue.append(frame)
+            next = frames.next()
+        }
+        if connection.queue.exceeds(maxQueuedBytes) { dropSlowReader(connection) } else { LWSWrite.requestWriteable(wsi) }
+    }
+
+    /// Writes the batch in one raw send. False when lws failed.
+    private func writeBatch(to connection: ShellConnection) -> Bool {
+        guard LWSWrite.frames(&batch, to: connection.wsi) else { return false }
+        countSent(frames: batch.frameCount, bytes: batch.payloadBytes, on: connection)
+        return true
+    }
+
+    /// The socket closed: its frames due this turn go nowhere.
+    func closed(_ connection: ShellConnection) {
+        _ = due.take(for: connection)
     }
 
     /// Storage made every step up to `sequence` durable: release the acks held for them, and what
-    /// waited behind them, in order.
+    /// waited behind them, in order (they leave at the end of the turn).
     func durable(upTo sequence: UInt64) {
         for id in order.markDurable(upTo: sequence) {
             guard let connection = table[id] else { continue }
-            let messages = order.release(id, lane: &connection.lane)
-            guard !messages.isEmpty else { continue }
-            for message in messages {
-                if let reply = message.reply { ackSent(reply, on: connection) }
-                for frame in message.frames { connection.queue.append(frame) }
+            for message in order.release(id, lane: &connection.lane) {
+                deliver(message.frames, reply: message.reply, to: connection)
             }
-            LWSWrite.requestWriteable(connection.wsi)
         }
     }
 
@@ -123,49 +185,91 @@ final class Outbox {
     /// gives the peer's code.
     func peerClosed(_ connection: ShellConnection, code: Int) {
         if connection.closing == nil { connection.closing = (code, "peer closed") }
+        // lws answers the close now: nothing may follow it.
+        _ = due.take(for: connection)
     }
 
     private func dropSlowReader(_ connection: ShellConnection) {
-        logger.warning("closing connection \(connection.id): it does not read fast enough (\(connection.queue.bytes) bytes queued)")
+        let queued = connection.queue.bytes + due.bytes(for: connection)
+        logger.warning("closing connection \(connection.id): it does not read fast enough (\(queued) bytes queued)")
         connection.queue.removeAll()
+        _ = due.take(for: connection)
         connection.lane = DeliveryLane()
         dropped.append(connection.id)
         close(connection, .policyViolation, reason: "too slow: outbound queue over limit")
         // Its socket is full, so the close frame may never go out: lws drops it in a second.
         LWSWrite.drop(connection.wsi, afterSeconds: 1)
+        needsLWSWake = true
     }
 
-    /// Connections dropped as slow readers since the last call: the engine must forget them now.
+    /// Whether `takeDropped` has something.
+    var hasDropped: Bool { !dropped.isEmpty || (streams.isOpen && streams.hasDropped) }
+
+    /// Connections and streams dropped as slow readers since the last call: the engine must forget
+    /// them now.
     func takeDropped() -> [UInt64] {
         defer { dropped = [] }
-        return dropped
+        return streams.isOpen ? dropped + streams.takeDropped() : dropped
     }
 
-    /// `SERVER_WRITEABLE`: a due PING, else the next queued frame, else the close frame.
+    /// `SERVER_WRITEABLE`: a due PING, else the next batch of queued frames, else the close frame.
     func writeable(_ id: UInt64) -> Int32 {
         guard let connection = table[id] else { return -1 }
+        // Frames due this turn go behind the queue (the flush would otherwise send them first).
+        for frame in due.take(for: connection) { connection.queue.append(frame) }
         if connection.pingDue, connection.closing == nil {
             connection.pingDue = false
             guard LWSWrite.ping(to: connection.wsi) else { return -1 }
             if !connection.queue.isEmpty { LWSWrite.requestWriteable(connection.wsi) }
             return 0
         }
-        if let frame = connection.queue.popFirst() {
-            guard LWSWrite.text(frame, to: connection.wsi) else { return -1 }
-            countSent(frame, on: connection)
+        if let first = connection.queue.first {
+            if LWSWrite.isTunnelled(connection.wsi) {
+                _ = connection.queue.popFirst()
+                guard LWSWrite.text(first, to: connection.wsi) else { return -1 }
+                countSent(frames: 1, bytes: first.payloadCount, on: connection)
+            } else {
+                batch.reset()
+                while let frame = connection.queue.first, batch.fits(frame) {
+                    batch.append(frame)
+                    _ = connection.queue.popFirst()
+                }
+                guard writeBatch(to: connection) else { return -1 }
+            }
             if !connection.queue.isEmpty || connection.closing != nil { LWSWrite.requestWriteable(connection.wsi) }
             return 0
         }
-        if let (code, reason) = connection.closing {
-            LWSWrite.close(code: code, reason: reason, to: connection.wsi)
-            return -1
+        if connection.closing != nil {
+            guard connection.closeSentAt == nil else { return 0 }
+            return closeNow(connection, code: connection.closing!.code, reason: connection.closing!.reason)
         }
         return 0
     }
 
+    /// How long a connection the server closed may take to answer with its close frame.
+    static let closeLingerMilliseconds: Int64 = 2_000
+
+    /// Writes the close frame now (nothing queued is sent after it). A closing handshake: the
+    /// connection stays open, its input read and discarded, until the client answers with its
+    /// close (`WebSocketRoute.peerClosing` ends it) or the liveness sweep drops it after
+    /// `closeLingerMilliseconds`. Closing at once would reset a socket the client is still writing
+    /// to, and the reset can swallow the close frame before the client reads why. Shutdown
+    /// (1001) does not linger: the context goes right after. Returns what WRITEABLE returns.
+    @discardableResult
+    func closeNow(_ connection: ShellConnection, code: Int, reason: String) -> Int32 {
+        if connection.closing == nil { connection.closing = (code, reason) }
+        connection.queue.removeAll()
+        _ = due.take(for: connection)
+        LWSWrite.close(code: code, reason: reason, to: connection.wsi)
+        connection.closeSentAt = WallClock.nowMilliseconds()
+        // Read again if its budget had paused it (InboundThrottle): its close must be able to arrive.
+        LWSWrite.resumeReading(connection.wsi)
+        return code == CloseCode.goingAway.rawValue ? -1 : 0
+    }
+
     /// A PING for a silent connection (liveness): now if nothing is ahead of it, else after the queue.
     func ping(_ connection: ShellConnection) {
-        if connection.queue.isEmpty, !LWSWrite.isBuffered(connection.wsi) {
+        if connection.queue.isEmpty, !due.holdsFrames(for: connection), !LWSWrite.isBuffered(connection.wsi) {
             if !LWSWrite.ping(to: connection.wsi) { LWSWrite.drop(connection.wsi) }
         } else {
             connection.pingDue = true
@@ -185,11 +289,12 @@ final class Outbox {
         metrics.writeToAck.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 
-    private func countSent(_ frame: OutFrame, on connection: ShellConnection) {
-        connection.bytesOut += frame.payloadCount
-        bytesSent += frame.payloadCount
-        messagesSent += 1
-        metrics.bytesOut.increment(by: frame.payloadCount)
-        metrics.messagesOut.increment()
+    private func countSent(frames: Int, bytes: Int, on connection: ShellConnection) {
+        connection.bytesOut += bytes
+        bytesSent += bytes
+        messagesSent += frames
+        metrics.bytesOut.increment(by: bytes)
+        metrics.messagesOut.increment(by: frames)
+        metrics.socketWrites.increment()
     }
 }

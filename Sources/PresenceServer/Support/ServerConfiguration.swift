@@ -14,6 +14,18 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeoutSeconds = 60
     /// Outbound bytes queued for one connection before it is closed as too slow.
     public var maxQueuedBytes = 16 * 1_048_576
+    /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
+    /// and at once (the bucket's size). Over it, the server stops reading from the connection until
+    /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB, plus one per
+    /// 100 µs the loop spent handling it.
+    public var maxMessagesPerSecond = 1_000
+    public var messageBurst = 2_000
+    /// REST request bodies being read, all connections together (reserved from `Content-Length`
+    /// when a head arrives); a request that would go over is answered 503 with `Retry-After`.
+    public var maxPendingBodyBytes = 32 * 1_048_576
+    /// Seconds a client has to send an HTTP request's head (lws drops it after), and then its body
+    /// (plus the time for its length at 64 KiB/s).
+    public var httpTimeoutSeconds = 10
     public var defaultNamespace = "default"
     /// PEM certificate (chain) and private key: the port then serves wss:// and https:// only.
     public var tlsCertificatePath: String?

@@ -13,10 +13,17 @@ final class ServerMetrics {
     let messagesOut = CoreMetrics.Counter(label: "presence_messages_sent_total")
     let bytesIn = CoreMetrics.Counter(label: "presence_bytes_received_total")
     let bytesOut = CoreMetrics.Counter(label: "presence_bytes_sent_total")
+    /// Writes of WebSocket messages to sockets: a connection's messages of one turn go in one
+    /// write, so under load this grows slower than `presence_messages_sent_total`.
+    let socketWrites = CoreMetrics.Counter(label: "presence_websocket_writes_total")
     let pushes = CoreMetrics.Counter(label: "presence_pushes_total")
     let writeToAck = CoreMetrics.Timer(label: "presence_write_to_ack_seconds")
     let writeToPush = CoreMetrics.Timer(label: "presence_write_to_push_seconds")
     let heldSessions = CoreMetrics.Gauge(label: "presence_ondisconnect_sessions_held")
+    /// 1 while storage commits fail (writes refused), else 0.
+    let storageFailing = CoreMetrics.Gauge(label: "presence_storage_failing")
+    /// Times a connection's reading was paused for going over its message budget.
+    let throttled = CoreMetrics.Counter(label: "presence_connections_throttled_total")
     private var closedByReason: [String: CoreMetrics.Counter] = [:]
     private var exported = Engine.Counters()
     private var exportedCounters: [String: CoreMetrics.Counter] = [:]

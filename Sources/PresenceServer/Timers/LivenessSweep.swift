@@ -11,7 +11,8 @@ import PresenceLoop
 /// reports the close, which runs its onDisconnect ops as for any other drop). Detection is the idle
 /// timeout plus at most one sweep period (a quarter of the ping interval, 250 ms to 1 s).
 ///
-/// The same sweep ends streams whose client has left (their sockets are not read).
+/// The same sweep ends streams whose client has left (their sockets are not read), and drops
+/// connections the server closed whose client never answered with its close frame.
 final class LivenessSweep {
     private let pingAfter: Int64
     private let hangUpAfter: Int64
@@ -49,6 +50,11 @@ final class LivenessSweep {
     private func sweep() {
         let now = WallClock.nowMilliseconds()
         for connection in table.all {
+            if let sentAt = connection.closeSentAt {
+                // The server closed it and the client has not answered with its close in time.
+                if now - sentAt >= Outbox.closeLingerMilliseconds { LWSWrite.drop(connection.wsi) }
+                continue
+            }
             switch connection.liveness.check(now: now, pingAfter: pingAfter, hangUpAfter: hangUpAfter, closing: connection.closing != nil) {
             case .none:
                 break

@@ -3,22 +3,23 @@ import PresenceWire
 /// A connection's inbound path below the decoder: joins WebSocket fragments into messages
 /// (bounded by `--max-message-bytes`), then count-prefixed pieces into protocol messages.
 ///
-/// An oversized message is read to its end and dropped before the connection is refused with 1009:
-/// closing mid-message would reset the socket before the client could read why.
+/// A message is refused (1009) as soon as what arrived, plus what its frame header announces is
+/// still to come, is over the limit: nothing of it is kept. The close is a closing handshake (the
+/// outbound path keeps reading, and discarding, until the client's close), so the client's reset
+/// socket cannot swallow the reason.
 struct MessageReceiver {
     enum Output: Equatable {
         /// Nothing to decode yet (a fragment, a piece, the `"0"` keepalive).
         case nothing
         /// A whole protocol message.
         case message([UInt8])
-        /// A WebSocket message went over the size limit (it has been read to its end).
+        /// A WebSocket message went over the size limit (or announced it would).
         case tooLarge
         /// Count-prefixed pieces went over the size limit together.
         case piecesTooLarge(FrameAssembler.Failure)
     }
 
     private var buffer: [UInt8] = []
-    private var discardingOversized = false
     private var assembler: FrameAssembler
 
     init(maxMessageBytes: Int) {
@@ -27,13 +28,12 @@ struct MessageReceiver {
 
     var maxMessageBytes: Int { assembler.maxMessageBytes }
 
-    /// One received fragment; `messageEnds` when it is the last of its WebSocket message.
-    mutating func receive(_ fragment: UnsafeRawBufferPointer, messageEnds: Bool) -> Output {
-        if discardingOversized || buffer.count + fragment.count > maxMessageBytes {
-            discardingOversized = true
+    /// One received fragment; `messageEnds` when it is the last of its WebSocket message;
+    /// `announced`: payload bytes of its frame still to come (the frame header says how many).
+    mutating func receive(_ fragment: UnsafeRawBufferPointer, messageEnds: Bool, announced: Int = 0) -> Output {
+        let (total, overflow) = (buffer.count + fragment.count).addingReportingOverflow(announced)
+        if overflow || total > maxMessageBytes {
             buffer = []
-            guard messageEnds else { return .nothing }
-            discardingOversized = false
             return .tooLarge
         }
         buffer.append(contentsOf: fragment)

@@ -14,6 +14,7 @@ final class WebSocketRoute {
     private let table: ConnectionTable
     private let outbox: Outbox
     private let steps: EngineSteps
+    let throttle: InboundThrottle
     private var admission: AddressAdmission
     private(set) var messagesReceived = 0
     private(set) var bytesReceived = 0
@@ -21,7 +22,7 @@ final class WebSocketRoute {
     var boundPort = 0
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics, engine: Engine,
-         table: ConnectionTable, outbox: Outbox, steps: EngineSteps) {
+         table: ConnectionTable, outbox: Outbox, steps: EngineSteps, throttle: InboundThrottle) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
@@ -29,6 +30,7 @@ final class WebSocketRoute {
         self.table = table
         self.outbox = outbox
         self.steps = steps
+        self.throttle = throttle
         admission = AddressAdmission(maxConnections: configuration.maxConnectionsPerAddress,
                                      maxPerSecond: configuration.maxConnectionRatePerAddress)
     }
@@ -61,9 +63,12 @@ final class WebSocketRoute {
         let remote = LWSRead.clientAddress(wsi, trustedProxies: configuration.trustedProxies)
         let connection = ShellConnection(id: id, wsi: wsi, socket: MaskTap.established(wsi), remote: remote,
                                          userAgent: table.intern(userAgent: LWSRead.header(wsi, WSI_TOKEN_HTTP_USER_AGENT)),
-                                         now: now, maxMessageBytes: configuration.maxMessageBytes)
+                                         now: now, maxMessageBytes: configuration.maxMessageBytes,
+                                         budget: MessageBudget(perSecond: configuration.maxMessagesPerSecond, burst: configuration.messageBurst, now: now))
         table.insert(connection)
         metrics.connectionsOpened.increment()
+        // Frames sent along with the upgrade request were followed just now.
+        frameViolation(onSocket: connection.socket)
 
         let version = LWSRead.urlArgument(wsi, "v")
         let namespace = LWSRead.urlArgument(wsi, "ns")
@@ -106,11 +111,20 @@ final class WebSocketRoute {
         bytesReceived += length
         metrics.bytesIn.increment(by: length)
         let fragment = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
-        switch connection.receiver.receive(fragment, messageEnds: LWSRead.messageEnds(wsi)) {
+        let messageEnds = LWSRead.messageEnds(wsi)
+        var handlingNanoseconds: UInt64 = 0
+        defer {
+            if connection.closing == nil {
+                throttle.charge(connection, bytes: length, endsMessage: messageEnds, handlingNanoseconds: handlingNanoseconds)
+            }
+        }
+        switch connection.receiver.receive(fragment, messageEnds: messageEnds, announced: LWSRead.remainingInFrame(wsi)) {
         case .nothing:
             break
         case .message(let bytes):
+            let started = MonotonicClock.nanoseconds()
             handle(bytes, on: connection)
+            handlingNanoseconds = MonotonicClock.nanoseconds() &- started
         case .tooLarge:
             let limit = configuration.maxMessageBytes
             refuse(connection, .messageTooBig, reason: FrameAssembler.Failure.tooLarge(limit: limit).description, log: "sent a message over \(limit) bytes")
@@ -180,22 +194,38 @@ final class WebSocketRoute {
         table[id]?.liveness.heard(at: WallClock.nowMilliseconds())
     }
 
-    /// The peer sent a close frame (lws answers it): remember its code for the close's log line.
-    func peerClosing(_ id: UInt64, input: UnsafeMutableRawPointer?, length: Int) {
-        guard let connection = table[id] else { return }
+    /// The peer sent a close frame. When the server's own close went out first, this is the
+    /// answer to it: the connection ends now (-1). Otherwise lws answers it; its code is kept for
+    /// the close's log line.
+    func peerClosing(_ id: UInt64, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        guard let connection = table[id] else { return 0 }
+        if connection.closeSentAt != nil { return -1 }
         var code = CloseCode.noStatus.rawValue
         if let input, length >= 2 {
             let bytes = input.assumingMemoryBound(to: UInt8.self)
             code = Int(bytes[0]) << 8 | Int(bytes[1])
         }
         outbox.peerClosed(connection, code: code)
+        return 0
+    }
+
+    /// The frame tap saw a frame that lws 4.1.6 answers by dropping the connection without a close
+    /// frame (`MaskTap`): send the close frame RFC 6455 asks for first. Runs inside lws's read of
+    /// that socket; lws then drops the connection (or, for a close frame, ends it at once).
+    func frameViolation(onSocket socket: Int32) {
+        guard let connection = table.connection(onSocket: socket), connection.closeSentAt == nil,
+              let (code, reason) = MaskTap.violation(socket) else { return }
+        logger.notice("closing connection \(connection.id) (\(connection.remote)): it sent a \(reason)")
+        outbox.closeNow(connection, code: code, reason: reason)
     }
 
     /// The socket closed (any way): the connection leaves the table and the engine, which runs its
     /// onDisconnect ops.
     func closed(_ id: UInt64) {
         guard let connection = table.remove(id) else { return }
+        outbox.closed(connection)
         MaskTap.closed(connection.socket)
+        throttle.closed(id)
         let reason = connection.closing.map { "\($0.code) \($0.reason)" } ?? "socket closed"
         metrics.closed(reason: connection.closing.map { $0.reason == "peer closed" ? "client_close" : "server_\($0.code)" } ?? "socket_closed")
         engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())

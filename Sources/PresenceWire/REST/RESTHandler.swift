@@ -22,33 +22,25 @@ public final class RESTHandler {
     }
 
     public func handle(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
-        var method = request.method
-        if method == "POST", let override = request.headers["x-http-method-override"]?.uppercased() {
-            guard ["PUT", "PATCH", "DELETE", "GET"].contains(override) else {
-                return .error(400, "X-HTTP-Method-Override must be PUT, PATCH or DELETE")
-            }
-            method = override
+        let method: String
+        switch effectiveMethod(request) {
+        case .success(let resolved): method = resolved
+        case .failure(let refusal): return refusal.response
         }
         if request.path == "/.settings/rules.json" {
             return rules(method, request: request, now: now)
         }
-        guard request.path.hasSuffix(".json") else {
-            return .error(404, "Not found: data paths end in .json, e.g. /users/alice.json")
-        }
-        let credentials: Credentials
-        switch resolveCredentials(request, now: now) {
-        case .success(let resolved): credentials = resolved
+        let credentials: Credentials, path: Path
+        switch dataTarget(request, now: now) {
+        case .success(let target): (credentials, path) = target
         case .failure(let refusal): return refusal.response
         }
         let namespace = namespace(of: request)
-        let rawPath = String(request.path.dropLast(".json".count))
-        let path: Path
-        do { path = try Path(rawPath) } catch { return .error(400, error.description) }
         switch method {
         case "GET": return get(path, namespace: namespace, credentials: credentials, request: request, now: now)
         case "PUT", "PATCH", "POST", "DELETE":
             return write(method, path, namespace: namespace, credentials: credentials, request: request, now: now)
-        default: return .error(405, "Method \(method) is not allowed")
+        default: return .error(405, "Method \(ClientInput.quoted(method)) is not allowed")
         }
     }
 
@@ -57,19 +49,32 @@ public final class RESTHandler {
     public func stream(_ request: HTTPRequest, now: Int64) -> Result<StreamRequest, HTTPRefusal>? {
         guard request.method == "GET", request.headers["accept"]?.contains("text/event-stream") == true,
               request.path.hasSuffix(".json") else { return nil }
-        let credentials: Credentials
-        switch resolveCredentials(request, now: now) {
-        case .success(let resolved): credentials = resolved
+        let credentials: Credentials, path: Path
+        switch dataTarget(request, now: now) {
+        case .success(let target): (credentials, path) = target
         case .failure(let refusal): return .failure(refusal)
-        }
-        let path: Path
-        do { path = try Path(String(request.path.dropLast(".json".count))) } catch {
-            return .failure(HTTPRefusal(.error(400, error.description)))
         }
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .failure(HTTPRefusal(.error(400, error.description))) }
         let namespace = namespace(of: request)
         return .success(StreamRequest(path: path, namespace: namespace, credentials: credentials, query: query))
+    }
+
+    /// A data request's (`/a/b.json`) credentials and location, or why it is refused (not a data
+    /// path, then its query parameters, then the credentials, then the path).
+    func dataTarget(_ request: HTTPRequest, now: Int64) -> Result<(credentials: Credentials, path: Path), HTTPRefusal> {
+        guard request.path.hasSuffix(".json") else {
+            return .failure(HTTPRefusal(.error(404, "Not found: data paths end in .json, e.g. /users/alice.json")))
+        }
+        if let refusal = RESTParameters.refusal(request.query) { return .failure(HTTPRefusal(refusal)) }
+        let credentials: Credentials
+        switch resolveCredentials(request, now: now) {
+        case .success(let resolved): credentials = resolved
+        case .failure(let refusal): return .failure(refusal)
+        }
+        do { return .success((credentials, try Path(String(request.path.dropLast(".json".count))))) } catch {
+            return .failure(HTTPRefusal(.error(400, error.description)))
+        }
     }
 
     /// The database a request names with `ns` (empty or missing: the default one).
@@ -133,7 +138,7 @@ public final class RESTHandler {
             }
             guard let text = String(validating: request.body, as: UTF8.self) else { return .error(400, "Rules must be UTF-8 text") }
             do {
-                let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(namespace)")
+                let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(ClientInput.quoted(namespace))")
                 engine.setRules(ruleSet, text: text, namespace: namespace, now: now)
                 return .json(200, "{\"status\":\"ok\"}")
             } catch {
@@ -167,8 +172,13 @@ public final class RESTHandler {
     func wantsETag(_ request: HTTPRequest) -> Bool { request.headers["x-firebase-etag"]?.lowercased() == "true" }
 
     /// The §8.4 hash of a value, or `null_etag` for no data (§9.3).
-    func etag(_ node: Node) -> String {
-        node.isNull ? "null_etag" : (engine.hash(node) ?? "null_etag")
+    func etag(_ node: Node) -> String { engine.etag(node) }
+
+    /// The ETag of the value at `path` when the caller may read it there; an ETag is a hash of
+    /// the data, so it is never given to someone who may not read the data.
+    func readableETag(_ path: Path, namespace: String, credentials: Credentials, now: Int64) -> String? {
+        guard case .success(let node) = engine.read(path, namespace: namespace, credentials: credentials, now: now) else { return nil }
+        return etag(node)
     }
 
     func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
@@ -178,18 +188,6 @@ public final class RESTHandler {
                 return .error(400, "Invalid data; couldn't parse JSON object, array, or value. (\(error.description))")
             }
         }
-        if let expected = request.headers["if-match"] {
-            // A conditional write (the Admin SDK's transactions): 412 with the current value and
-            // ETag when someone else changed it first.
-            let current = engine.value(at: path, namespace: namespace)
-            let tag = etag(current)
-            if expected != tag {
-                guard case .success = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
-                    return .refusal(for: .permissionDenied)
-                }
-                return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", tag)])
-            }
-        }
         var target = path
         let operation: Engine.DirectWrite
         switch method {
@@ -197,7 +195,7 @@ public final class RESTHandler {
             guard case .object(let members) = body else { return .error(400, "PATCH needs a JSON object of paths to values") }
             var updates: [Request.Update] = []
             for (key, value) in members {
-                guard let relative = try? Path(key), !relative.isRoot else { return .error(400, "Invalid key in update: \"\(key)\"") }
+                guard let relative = try? Path(key), !relative.isRoot else { return .error(400, "Invalid key in update: \(ClientInput.quoted(key))") }
                 updates.append(Request.Update(path: relative, value: value))
             }
             operation = .update(updates)
@@ -209,13 +207,23 @@ public final class RESTHandler {
         default:
             operation = .set(body)
         }
-        switch engine.write(operation, at: target, namespace: namespace, credentials: credentials, now: now) {
+        // A conditional write (the Admin SDK's transactions) applies only while the value at the
+        // request's path still has the ETag the client read.
+        let ifMatch = request.headers["if-match"].map { (path: path, etag: $0) }
+        switch engine.write(operation, at: target, namespace: namespace, credentials: credentials, now: now, ifMatch: ifMatch) {
+        case .failure(.dataStale) where ifMatch != nil:
+            // 412 with the current value and its ETag, for a caller who may read them.
+            guard case .success(let current) = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
+                return .error(412, "The value changed since it was read (ETag mismatch)")
+            }
+            return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", etag(current))])
         case .failure(let error):
             return .refusal(for: error)
         case .success(let written):
             var headers: [(String, String)] = []
-            if request.headers["if-match"] != nil || wantsETag(request) {
-                headers.append(("ETag", etag(engine.value(at: path, namespace: namespace))))
+            if ifMatch != nil || wantsETag(request),
+               let tag = readableETag(path, namespace: namespace, credentials: credentials, now: now) {
+                headers.append(("ETag", tag))
             }
             if request.query["print"] == "silent" { return HTTPResponse(status: 204, headers: headers, body: "") }
             switch method {

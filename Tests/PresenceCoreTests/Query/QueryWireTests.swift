@@ -19,6 +19,13 @@ import Testing
         #expect(!spec.isFiltered)
         #expect(spec.identity == #"{"i":"height"}"#)
         #expect(try F.wire(#"{"i":".key"}"#).index == .key)
+        // Found by fuzzing: a path naming only .priority is the priority index, whose wire name
+        // it then keeps (as a child index it came back as another query).
+        for name in ["/.priority", ".priority/", "//.priority//"] {
+            let spec = try F.wire(#"{"i":"\#(name)","l":2}"#)
+            #expect(spec.index == .priority)
+            #expect(try QuerySpec(wire: spec.wireObject) == spec)
+        }
         #expect(try F.wire(#"{"i":".value"}"#).index == .value)
         #expect(try F.wire(#"{"i":"ratings/pos"}"#).index == F.child("ratings/pos"))
         #expect(try F.wire(#"{"i":"/ratings/pos/"}"#).identity == #"{"i":"ratings/pos"}"#)
@@ -109,10 +116,10 @@ import Testing
         (#"{"ep":[1]}"#, "ep cannot be an object or an array"),
         (#"{"sp":1,"sn":2}"#, "sn must be a string"),
         (#"{"ep":1,"ein":"yes"}"#, "ein must be a boolean"),
-        (#"{"l":0}"#, "l must be a positive integer"),
-        (#"{"l":1.5}"#, "l must be a positive integer"),
-        (#"{"l":"3"}"#, "l must be a positive integer"),
-        (#"{"l":1e300}"#, "l must be a positive integer"),
+        (#"{"l":0}"#, "l must be a positive integer (1 to 9007199254740991)"),
+        (#"{"l":1.5}"#, "l must be a positive integer (1 to 9007199254740991)"),
+        (#"{"l":"3"}"#, "l must be a positive integer (1 to 9007199254740991)"),
+        (#"{"l":1e300}"#, "l must be a positive integer (1 to 9007199254740991)"),
         (#"{"l":1,"vf":"x"}"#, #"vf must be "l" or "r""#),
         (#"{"i":".key","sp":1}"#, "sp and ep must be strings when ordering by key"),
         (#"{"sp":true}"#, "sp and ep must be valid priorities (null, a number or a string) when ordering by priority"),

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Floods and slow clients (issue 16): each attack of bench/attack_scenarios.py against a fresh
+# release server, with a bystander's write->push latency with and without it, the server's RSS,
+# fds and CPU, and what happened to the offender (docs/robustness.md, "Floods and slow clients").
+# Exit code 1 if the server stopped or the bystander was starved during an attack.
+# Env: SCENARIO (all; or a comma-separated list, see `python3 bench/attack.py --list`), BASELINE (10),
+# DURATION (20), RATE (50 bystander writes/s), OUT (also write the reports to this JSON file),
+# STRICT (1: also fail when the bystander's p99 more than doubles), SKIP_BUILD.
+# Everything runs under nice 10 (the machine may be shared); attackers another 10 below the server.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -z "${SKIP_BUILD:-}" ]; then (cd "$ROOT" && swift build -c release --product presence-server >&2); fi
+# The connection storm and slow heads hold over a thousand sockets at once.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+args=(--server "$ROOT/.build/release/presence-server" --scenario "${SCENARIO:-all}" --baseline "${BASELINE:-10}"
+      --duration "${DURATION:-20}" --rate "${RATE:-50}")
+if [ -n "${OUT:-}" ]; then args+=(--json "$OUT"); fi
+if [ -n "${STRICT:-}" ]; then args+=(--strict); fi
+exec nice -n 10 python3 "$ROOT/bench/attack.py" "${args[@]}"
