@@ -12,6 +12,7 @@ final class EngineSteps {
     private let metrics: ServerMetrics
     private let storage: StorageLink
     private let outbox: Outbox
+    private let cluster: ClusterLink?
     /// The JSON-lines log of limit checks, when configured.
     let limitEventLog: LimitEventLog?
     private var timer: LoopTimer!
@@ -21,7 +22,8 @@ final class EngineSteps {
     private let logger = Logger(label: "presence-server")
 
     init(engine: Engine, metrics: ServerMetrics, storage: StorageLink, outbox: Outbox, limitEventLog: LimitEventLog?,
-         runtime: LoopRuntime) {
+         runtime: LoopRuntime, cluster: ClusterLink? = nil) {
+        self.cluster = cluster
         self.engine = engine
         self.metrics = metrics
         self.storage = storage
@@ -43,6 +45,7 @@ final class EngineSteps {
             let sequence = storage.submit(engine)
             if let sequence { barrier = sequence }
             outbox.perform(engine.drainEffects(), barrier: sequence, writeStartedAt: writeStartedAt)
+            cluster?.perform(engine.drainClusterEffects())
             // A slow reader leaves the engine now (its listeners, its onDisconnect ops), not when
             // its socket finally closes; what that produces is performed in the same step.
             let dropped = outbox.takeDropped()

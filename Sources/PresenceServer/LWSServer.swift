@@ -43,10 +43,16 @@ public final class LWSServer: @unchecked Sendable {
     let operators: OperatorAPI
     let http: HTTPRoute
     let liveness: LivenessSweep
+    /// Replicated mode (`--storage redis`): the engine's cluster effects on Redis.
+    let cluster: ClusterLink?
     private let reloader: Reloader
     private var contextSetup: LWSContextSetup?
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
+
+    /// The node stopped because it was fenced (`--storage redis`): it must not serve on, and its
+    /// supervisor should start it again (a new incarnation).
+    public var stoppedFenced: Bool { cluster?.fenced ?? false }
 
     /// The event loop the server runs on, for a second source of events (see `LoopRuntime`).
     public var loop: LoopRuntime { runtime }
@@ -55,7 +61,7 @@ public final class LWSServer: @unchecked Sendable {
                 reloadRules: (@Sendable () throws -> any AccessPolicy)? = nil,
                 reloadLimits: (@Sendable () throws -> LimitSet?)? = nil,
                 reloadVerifier: (@Sendable () throws -> any TokenVerifier)? = nil,
-                storage: (any StorageEngine)? = nil, metricsRegistry: PrometheusCollectorRegistry? = nil) throws(ServerError) {
+                storage: (any StorageEngine)? = nil, cluster: ClusterSettings? = nil, metricsRegistry: PrometheusCollectorRegistry? = nil) throws(ServerError) {
         do {
             runtime = try LoopRuntime()
         } catch {
@@ -69,16 +75,19 @@ public final class LWSServer: @unchecked Sendable {
         let limitEventLog = try configuration.limitEventLogPath.map { path throws(ServerError) in try LimitEventLog(path: path) }
         let rest = RESTHandler(engine: engine, defaultNamespace: configuration.defaultNamespace)
         self.storage = StorageLink(storage: storage, logger: logger, metrics: metrics)
+        let loopRuntime = runtime
+        let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
+        self.cluster = cluster
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
-                            runtime: runtime)
+                            runtime: runtime, cluster: cluster)
         let throttle = InboundThrottle(table: table, logger: logger, metrics: metrics, runtime: runtime)
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
                                        outbox: outbox, steps: steps, throttle: throttle)
         self.webSocket = webSocket
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
-                                table: table, outbox: outbox, storage: self.storage,
+                                table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
                          responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage,
@@ -114,6 +123,10 @@ public final class LWSServer: @unchecked Sendable {
         MaskTap.onViolation(tapViolation, context: Unmanaged.passUnretained(self).toOpaque())
         storage.start(engine: engine, runtime: runtime) { [unowned self] sequence in durable(upTo: sequence) }
         runtime.onTurnEnd { [unowned self] in endOfTurn() }
+        if let cluster {
+            cluster.runSteps = { [unowned self] in steps.run() }
+            cluster.start()
+        }
         liveness.start()
         operators.startSampling(runtime: runtime, streams: streams)
     }
@@ -177,7 +190,15 @@ public final class LWSServer: @unchecked Sendable {
         for connection in table.all where connection.closing == nil {
             outbox.close(connection, .goingAway, reason: "server shutting down")
         }
-        runtime.shutdown(afterMicroseconds: table.count == 0 ? 1 : 250_000)
+        let goodbyes: Int64 = table.count == 0 ? 1 : 250_000
+        guard let cluster else { return runtime.shutdown(afterMicroseconds: goodbyes) }
+        // The goodbyes first (their held ops reach Redis), then LEAVE: the survivors adopt what
+        // is left here.
+        let leave = runtime.makeTimer { [unowned self] in
+            steps.run()
+            cluster.leaveAll { [unowned self] in runtime.shutdown(afterMicroseconds: 1) }
+        }
+        leave.schedule(afterMicroseconds: goodbyes)
     }
 
     private var shutdownBegun = false

@@ -8,7 +8,7 @@ import Glibc
 /// of the wrong type are errors that name the key; the flags themselves then validate the values.
 enum ConfigFile {
     /// Flags that take a value, and boolean flags.
-    static let valueFlags: Set<String> = [
+    static let valueFlags = Set<String>([
         "host", "port", "rules", "auth", "secret-file", "project-id", "firebase-keys", "admin-token-file",
         "default-namespace", "max-message-bytes", "ping-interval", "idle-timeout", "rx-buffer", "disconnect-grace",
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
@@ -17,7 +17,7 @@ enum ConfigFile {
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces",
         // Floods and slow clients (docs/robustness.md)
         "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
-    ]
+    ]).union(ClusterOptions.flagNames)
     static let booleanFlags: Set<String> = ["insecure"]
 
     static func expand(_ arguments: [String]) -> [String] {

@@ -97,8 +97,11 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Directory of the durable database (presence.sqlite); created if missing.")
     var dataDir = "data"
 
-    @Option(help: "Storage engine: 'sqlite' (durable, in --data-dir) or 'memory' (nothing survives a restart; tests only).")
+    @Option(help: "Storage engine: 'sqlite' (durable, in --data-dir), 'memory' (nothing survives a restart; tests only), or 'redis' (one node of a cluster on --redis; docs/scaling.md).")
     var storage = "sqlite"
+
+    @OptionGroup(title: "Cluster (--storage redis)")
+    var cluster: ClusterOptions
 
     @Option(help: "When a write is acknowledged: 'full' (fsynced: survives power loss), 'normal' (survives a process crash; a power loss may take the last ~2 s), 'off' (survives a process crash; a power loss may lose more and corrupt).")
     var durability = "normal"
@@ -203,7 +206,10 @@ struct PresenceServerCommand: ParsableCommand {
                 throw ValidationError("--online-pattern/--online-field/--online-location: \(error)")
             }
         }
-        guard ["sqlite", "memory"].contains(storage) else { throw ValidationError("--storage must be sqlite or memory") }
+        guard ["sqlite", "memory", "redis"].contains(storage) else { throw ValidationError("--storage must be sqlite, memory or redis") }
+        if storage == "redis" {
+            do { _ = try clusterSettings() } catch { throw ValidationError(error.description) }
+        }
         guard SQLiteStorage.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full, normal or off") }
         guard streamKeepAlive > 0 else { throw ValidationError("--stream-keep-alive must be positive") }
         guard rxBuffer >= 128 else { throw ValidationError("--rx-buffer must be at least 128") }
@@ -224,6 +230,10 @@ struct PresenceServerCommand: ParsableCommand {
         }
         if let value = maxConnectionsPerAddress, value < 0 { throw ValidationError("--max-connections-per-address must be 0 or more") }
         if let value = maxConnectionRate, value < 0 { throw ValidationError("--max-connection-rate must be 0 or more") }
+    }
+
+    func clusterSettings() throws(ClusterSettings.Invalid) -> ClusterSettings {
+        try cluster.settings(port: port, disconnectGrace: disconnectGrace)
     }
 
     static func openStorage(dataDir: String, durability: String) throws -> SQLiteStorage {
@@ -271,7 +281,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-ondisconnect-bytes", .number(Double(maxOndisconnectBytes))),
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
             ("log-level", .string(logLevel)),
-        ])
+        ] + cluster.effectiveConfiguration())
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -337,6 +347,21 @@ struct PresenceServerCommand: ParsableCommand {
             logger.critical("\(error)")
             throw ExitCode(1)
         }
+        var clusterSettings: ClusterSettings?
+        if storage == "redis" {
+            let settings: ClusterSettings
+            do {
+                settings = try self.clusterSettings()
+            } catch {
+                logger.critical("\(error)")
+                throw ExitCode(1)
+            }
+            if let failure = settings.probe() {
+                logger.critical("cannot reach Redis at \(settings.redisAddress): \(failure). Start redis-server there, or fix --redis")
+                throw ExitCode(1)
+            }
+            clusterSettings = settings
+        }
         let engine = Engine(
             configuration: Engine.Configuration(
                 defaultNamespace: defaultNamespace,
@@ -344,7 +369,8 @@ struct PresenceServerCommand: ParsableCommand {
                 hashDigest: { Array(Insecure.SHA1.hash(data: $0)) },
                 onlineIndex: onlineLocation.isEmpty ? nil
                     : try? OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation),
-                limits: engineLimits),
+                limits: engineLimits,
+                replication: clusterSettings.map { ReplicationConfiguration(node: $0.nodeID) }),
             verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID
@@ -369,6 +395,8 @@ struct PresenceServerCommand: ParsableCommand {
                 logger.critical("cannot open storage in \(dataDir): \(error)")
                 throw ExitCode(1)
             }
+        } else if let clusterSettings {
+            logger.info("storage: redis at \(clusterSettings.redisAddress), node \(clusterSettings.nodeID)")
         } else {
             logger.warning("storage: memory — nothing survives a restart")
         }
@@ -385,7 +413,7 @@ struct PresenceServerCommand: ParsableCommand {
         do {
             server = try LWSServer(configuration: configuration, engine: engine, logger: logger, reloadRules: reload,
                                    reloadLimits: reloadLimits, reloadVerifier: { @Sendable in try command.makeVerifier() },
-                                   storage: store, metricsRegistry: metricsRegistry)
+                                   storage: store, cluster: clusterSettings, metricsRegistry: metricsRegistry)
             try server.start()
         } catch {
             logger.critical("\(error)")
@@ -396,5 +424,7 @@ struct PresenceServerCommand: ParsableCommand {
         fflush(nil)
         logger.info("listening", metadata: ["host": "\(host)", "port": "\(server.boundPort)", "rules": "\(rules)", "auth": "\(auth)"])
         server.run()
+        // EX_TEMPFAIL: a supervisor with Restart=on-failure starts the node again.
+        if server.stoppedFenced { throw ExitCode(75) }
     }
 }

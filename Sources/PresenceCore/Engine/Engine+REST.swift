@@ -21,6 +21,7 @@ extension Engine {
     /// (REST 413), saying how to read the data in parts.
     public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
                      query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false) -> Result<Node, EngineError> {
+        if let refusal = replicaRefusal(name) { return .failure(refusal) }
         let ns = existingNamespace(name)
         return limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true,
                            shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
@@ -59,11 +60,20 @@ extension Engine {
 }
 
 extension Engine {
+    /// Replicated, a read outside the wire protocol is served from the replica only while this
+    /// node follows the namespace and has caught up with its log; before that the replica would
+    /// answer with old data (or none), so the read is refused (docs/scaling.md, "What remains").
+    func replicaRefusal(_ name: String) -> EngineError? {
+        guard configuration.replication != nil, namespaces[name]?.replica?.serving != true else { return nil }
+        return .unavailable("this node does not serve namespace \(name) yet (it follows a namespace while a WebSocket client of it is connected here); retry")
+    }
+
     /// Opens a streaming read (REST `text/event-stream`): a connection with no wire protocol that
     /// listens to one location. Its first message is the whole current value; later ones are the
     /// same pushes a WebSocket listener gets, and a `c` if the rules stop allowing the read.
     public func openStream(_ id: ConnectionID, path: Path, namespace name: String, credentials: Credentials,
                            query: QuerySpec, now: Int64) -> Result<Void, EngineError> {
+        if let refusal = replicaRefusal(name) { return .failure(refusal) }
         let ns = namespace(name)
         let value: Node
         switch limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true) {

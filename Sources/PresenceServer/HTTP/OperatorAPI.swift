@@ -14,6 +14,8 @@ final class OperatorAPI {
     let table: ConnectionTable
     let outbox: Outbox
     let storage: StorageLink
+    /// Replicated mode: ready only while Redis is reachable and the node is not fenced.
+    let cluster: ClusterLink?
     /// Messages and bytes received (the WebSocket route counts them).
     let received: () -> (messages: Int, bytes: Int)
     let startedAt = WallClock.nowMilliseconds()
@@ -21,7 +23,7 @@ final class OperatorAPI {
     let activity = ActivitySampler()
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, metrics: ServerMetrics,
-         table: ConnectionTable, outbox: Outbox, storage: StorageLink, received: @escaping () -> (messages: Int, bytes: Int)) {
+         table: ConnectionTable, outbox: Outbox, storage: StorageLink, cluster: ClusterLink? = nil, received: @escaping () -> (messages: Int, bytes: Int)) {
         self.configuration = configuration
         self.logger = logger
         self.engine = engine
@@ -30,6 +32,7 @@ final class OperatorAPI {
         self.table = table
         self.outbox = outbox
         self.storage = storage
+        self.cluster = cluster
         self.received = received
     }
 
@@ -42,10 +45,11 @@ final class OperatorAPI {
             return .json(200, "{\"status\":\"ok\"}")
         case "/readyz":
             // Storage opened and restored, rules loaded (both happen before the port opens), the
-            // storage thread running, and not stopping.
-            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
+            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced.
+            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady && cluster?.isReady != false
             return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
         case "/metrics":
+            if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count)
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: text)
         default:

@@ -83,9 +83,16 @@ final class WebSocketRoute {
             logger.notice("closing connection \(id): unsupported protocol version v=\(version)")
             outbox.perform([.send([ConnectionID(id)], .shutdown(reason: "Unsupported protocol version \(version); this server speaks v=5")),
                             .close(ConnectionID(id), code: .policyViolation, reason: "unsupported protocol version")])
+        } else if engine.nodeID != nil, let namespace, namespace.utf8.count > Self.maxClusterNamespaceBytes {
+            // A cluster keeps each namespace under Redis keys, which bound the name.
+            logger.notice("closing connection \(id): namespace name of \(namespace.utf8.count) bytes")
+            outbox.perform([.send([ConnectionID(id)], .shutdown(reason: "Namespace names are at most \(Self.maxClusterNamespaceBytes) bytes")),
+                            .close(ConnectionID(id), code: .policyViolation, reason: "namespace name too long")])
         }
         steps.run()
     }
+
+    static let maxClusterNamespaceBytes = 512
 
     /// One received fragment.
     func receive(_ id: UInt64, wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {

@@ -132,6 +132,10 @@ public final class RESTHandler {
             if request.query["format"] != "strict", let text = rules.text { return .json(200, text) }
             return render(rules.document, request: request)
         case "PUT":
+            // Rules set here would hold on this node only: not until they go through the log.
+            guard engine.nodeID == nil else {
+                return .error(503, "Rules uploads are not replicated yet: set the rules file on every node and reload (SIGHUP)")
+            }
             guard let text = String(validating: request.body, as: UTF8.self) else { return .error(400, "Rules must be UTF-8 text") }
             do {
                 let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(ClientInput.quoted(namespace))")

@@ -1,0 +1,278 @@
+import Logging
+import PresenceCore
+import PresenceLoop
+import PresenceRedis
+
+/// The shell's side of a replicated engine (docs/scaling.md, "The replicated engine"): performs
+/// each `ClusterEffect` on Redis and gives the answer back to the engine, keeps this node's lease
+/// in every namespace it joined (beats, reaping, fencing, a leave on a graceful stop), and tails
+/// the log of every followed namespace into `Engine.apply`.
+///
+/// Two Redis connections on the server's loop: one for commands (in order, so a namespace's
+/// effects reach Redis in the order the engine produced them) and one for the tail's blocking
+/// reads. Everything runs on the loop thread; every Redis completion is a libuv callback, so it
+/// goes through `runtime.dispatch` (lws timers and writes scheduled there are armed).
+final class ClusterLink {
+    let settings: ClusterSettings
+    let engine: Engine
+    let runtime: LoopRuntime
+    let logger: Logger
+    let commands: RedisConnection
+    let tailConnection: RedisConnection
+    let tail: RedisLogTail
+    let clock = RedisMonotonicClock()
+    /// Runs the engine's step after an answer (set by `EngineSteps`).
+    var runSteps: () -> Void = {}
+    var members: [String: ClusterNamespace] = [:]
+    /// Each live session's ops as last stored, so a `change` can be sent as a whole `put`
+    /// (the scripts have no append op).
+    var storedSessions: [String: StoredSession] = [:]
+    /// Proposals whose outcome is unknown and whose log read failed: read again at the next beat.
+    var unresolved: [(Proposal, after: UInt64)] = []
+    /// Work retried at the next beat (a failed head read, create or join): never in a tight loop.
+    var retries: [() -> Void] = []
+    private(set) var connectedSince: Int64?
+    private(set) var fenced = false
+    let metrics = ClusterMetrics()
+    /// For `/readyz`: connected to Redis and not fenced.
+    var isReady: Bool { connectedSince != nil && !fenced }
+    var beatTimer: LoopTimer?
+    /// Answers decided without Redis, given after the current step (never inside it).
+    private var deferred: [() -> Void] = []
+    private var deferredTimer: LoopTimer?
+    private var redisDown = false
+
+    init(settings: ClusterSettings, engine: Engine, runtime: LoopRuntime, logger: Logger) {
+        self.settings = settings
+        self.engine = engine
+        self.runtime = runtime
+        self.logger = logger
+        let name = "presence \(settings.identity.name)"
+        commands = RedisConnection(loop: runtime.uvLoop, endpoint: settings.endpoint,
+                                   options: .init(connectTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                  commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                  clientName: name))
+        tailConnection = RedisConnection(loop: runtime.uvLoop, endpoint: settings.endpoint,
+                                         options: .init(connectTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                        commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                        clientName: name + " tail"))
+        tail = RedisLogTail(connection: tailConnection)
+    }
+
+    /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
+    func start() {
+        for script in [RedisScripts.create, RedisScripts.sequence, RedisScripts.join, RedisScripts.beat, RedisScripts.leave,
+                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover] {
+            commands.register(script)
+        }
+        commands.onEvent = { [unowned self] event in runtime.dispatch { connectionEvent(event) } }
+        tail.onEvent = { [unowned self] event in runtime.dispatch { tailEvent(event) } }
+        commands.start()
+        tailConnection.start()
+        let timer = runtime.makeTimer { [unowned self] in beatAll() }
+        beatTimer = timer
+        timer.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
+        deferredTimer = runtime.makeTimer { [unowned self] in
+            let jobs = deferred
+            deferred = []
+            for job in jobs { job() }
+        }
+        runtime.onShutdown { [unowned self] in close() }
+        logger.info("cluster node \(settings.nodeID) on Redis \(settings.redisAddress)")
+    }
+
+    // MARK: Effects
+
+    /// Performs the engine's cluster effects, in order.
+    func perform(_ effects: [ClusterEffect]) {
+        for effect in effects {
+            switch effect {
+            case .follow(let ns): follow(ns)
+            case .unfollow(let ns): unfollow(ns)
+            case .propose(let proposal): whenJoined(proposal.namespace, effect) { propose(proposal, on: $0) }
+            case .session(let command): whenJoined(command.namespace, effect) { perform(command, on: $0) }
+            case let .readBarrier(ns, id): whenJoined(ns, effect) { readBarrier(id, on: $0) }
+            case let .declaredDead(ns, rev):
+                fence("the log of namespace \(ns) declared this node dead at revision \(rev)")
+            }
+        }
+    }
+
+    /// Gives an answer to the engine on the loop thread, then runs its step.
+    func answer(_ body: (Int64) -> Void) {
+        body(WallClock.nowMilliseconds())
+        runSteps()
+    }
+
+    /// Runs `job` on the loop after the current step.
+    func later(_ job: @escaping () -> Void) {
+        deferred.append(job)
+        if deferredTimer?.isScheduled == false { deferredTimer?.schedule(afterMicroseconds: 1) }
+    }
+
+    private func whenJoined(_ ns: String, _ effect: ClusterEffect, _ perform: (ClusterNamespace) -> Void) {
+        guard let member = member(ns) else { return }
+        if member.isJoined { perform(member) } else { member.waiting.append(effect) }
+    }
+
+    // MARK: Following
+
+    private func follow(_ ns: String) {
+        logger.debug("following the log of namespace \(ns)")
+        guard let member = member(ns) else { return }
+        if member.isJoined { startFollowing(member) } else { member.wantsFollow = true }
+    }
+
+    private func unfollow(_ ns: String) {
+        logger.debug("no longer following the log of namespace \(ns)")
+        guard let member = members[ns] else { return }
+        member.wantsFollow = false
+        member.generation += 1
+        tail.unfollow(member.keys)
+        if case .failed = member.phase { return }
+        if member.isJoined { member.phase = .idle }
+    }
+
+    /// Reads the head, then tails from the first revision; `caughtUp` once the head is applied.
+    func startFollowing(_ member: ClusterNamespace) {
+        member.phase = .catchingUp(head: nil)
+        member.generation += 1
+        member.gaps = 0
+        let generation = member.generation
+        member.log.head { [unowned self] result in
+            runtime.dispatch {
+                guard member.generation == generation else { return } // released (or restarted) meanwhile
+                switch result {
+                case .success(let head?) where head.min > 1:
+                    failFollowing(member, "its log was trimmed below revision \(head.min) and this node cannot load snapshots yet")
+                case .success(let head):
+                    let rev = head?.rev ?? 0
+                    member.phase = .catchingUp(head: rev)
+                    tail.follow(member.keys, after: 0)
+                    if rev == 0 { caughtUp(member) }
+                case .failure(let error):
+                    logger.warning("reading the head of namespace \(member.name) failed (\(error)); retrying")
+                    retries.append { [unowned self] in
+                        if member.generation == generation { startFollowing(member) }
+                    }
+                }
+            }
+        }
+    }
+
+    private func caughtUp(_ member: ClusterNamespace) {
+        member.phase = .serving
+        answer { engine.caughtUp(namespace: member.name, now: $0) }
+    }
+
+    func failFollowing(_ member: ClusterNamespace, _ reason: String) {
+        logger.critical("namespace \(member.name) cannot be served on this node: \(reason)")
+        member.phase = .failed(reason)
+        tail.unfollow(member.keys)
+    }
+
+    private func tailEvent(_ event: RedisLogTail.Event) {
+        switch event {
+        case let .entries(keys, entries):
+            guard let member = members[keys.namespace] else { return }
+            apply(entries, to: member)
+        case let .gap(keys, expected, found):
+            guard let member = members[keys.namespace], member.isApplying else { return }
+            // A read in flight when the namespace was followed again answers from the old
+            // position: follow on from what is applied. Gaps in a row mean the log was trimmed.
+            member.gaps += 1
+            if member.gaps > 3 {
+                failFollowing(member, "revisions \(expected)..<\(found) are no longer in the log")
+            } else {
+                tail.follow(member.keys, after: engine.appliedRevision(namespace: member.name) ?? 0)
+            }
+        case .failed(let error):
+            if !redisDown { logger.warning("reading the logs failed: \(error)") }
+        }
+    }
+
+    private func apply(_ entries: [RedisLogEntry], to member: ClusterNamespace) {
+        let now = WallClock.nowMilliseconds()
+        member.gaps = 0
+        for entry in entries where member.isApplying {
+            if let applied = engine.appliedRevision(namespace: member.name), entry.rev <= applied { continue }
+            do {
+                try engine.apply(entry, namespace: member.name, now: now)
+            } catch {
+                failFollowing(member, "revision \(entry.rev): \(error)")
+                break
+            }
+            if case .catchingUp(let head?) = member.phase, entry.rev >= head {
+                member.phase = .serving
+                engine.caughtUp(namespace: member.name, now: now)
+            }
+        }
+        runSteps()
+    }
+
+    // MARK: Read barrier
+
+    private func readBarrier(_ id: UInt64, on member: ClusterNamespace) {
+        member.log.head { [unowned self] result in
+            runtime.dispatch {
+                let rev: UInt64? = switch result {
+                case .success(let head): head?.rev ?? 0
+                case .failure: nil
+                }
+                answer { engine.headRevision(id, rev: rev, now: $0) }
+            }
+        }
+    }
+
+    // MARK: Connection and shutdown
+
+    private func connectionEvent(_ event: RedisConnection.Event) {
+        switch event {
+        case .connected:
+            if redisDown { logger.notice("Redis \(settings.redisAddress) reachable again") }
+            redisDown = false
+            let now = clock.milliseconds()
+            connectedSince = now
+            for member in members.values { member.monitor?.connected(at: now) }
+        case let .failed(reason, retry), let .lost(reason, retry):
+            if !redisDown { logger.error("Redis \(settings.redisAddress) unreachable (\(reason)); retrying in \(retry) ms") }
+            redisDown = true
+            connectedSince = nil
+            for member in members.values { member.monitor?.disconnected() }
+        }
+    }
+
+    /// The node may no longer act (its lease is gone, or the log declared it dead): stop serving,
+    /// so that it never acknowledges a write or runs ops another node now owns. A supervisor
+    /// restarts it as a new incarnation.
+    func fence(_ reason: String) {
+        guard !fenced else { return }
+        fenced = true
+        logger.critical("fenced: \(reason); stopping (restart the node to rejoin as a new incarnation)")
+        LWSServer.requestStop()
+    }
+
+    private func close() {
+        tail.onEvent = nil
+        tail.stop()
+        commands.close()
+        tailConnection.close()
+    }
+
+    /// The member for `ns`, created (and joining) on first use; nil when the name cannot be a key.
+    func member(_ ns: String) -> ClusterNamespace? {
+        if let member = members[ns] { return member }
+        let keys: RedisKeys
+        do {
+            keys = try RedisKeys(namespace: ns)
+        } catch {
+            // Only a name too long for a key; the WebSocket route closes such connections.
+            logger.debug("namespace \(ns) cannot be replicated: \(error)")
+            return nil
+        }
+        let member = ClusterNamespace(keys: keys, connection: commands)
+        members[ns] = member
+        join(member)
+        return member
+    }
+}

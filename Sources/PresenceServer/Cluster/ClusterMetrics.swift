@@ -1,0 +1,39 @@
+import CoreMetrics
+import PresenceRedis
+
+/// The cluster's side of `/metrics` (`--storage redis`): whether Redis is reachable, how far this
+/// node's replicas lag behind their logs (from the head revision each BEAT returns), steps
+/// waiting for Redis, and the command connection's failures and reconnects.
+final class ClusterMetrics {
+    private let redisUp = CoreMetrics.Gauge(label: "presence_cluster_redis_up")
+    private let lag = CoreMetrics.Gauge(label: "presence_cluster_lag_revisions")
+    private let pendingSteps = CoreMetrics.Gauge(label: "presence_cluster_pending_steps")
+    private let failedCommands = CoreMetrics.Counter(label: "presence_cluster_redis_failed_commands_total")
+    private let reconnects = CoreMetrics.Counter(label: "presence_cluster_redis_connects_total")
+    private var exportedFailures = 0
+    private var exportedConnects = 0
+
+    /// Records the link's state now (called when `/metrics` is scraped).
+    func record(_ link: ClusterLink) {
+        redisUp.record(link.isReady ? 1 : 0)
+        lag.record(link.largestLag)
+        pendingSteps.record(link.engine.pendingStepCount)
+        let now = link.commands.statistics
+        if now.failedCommands > exportedFailures { failedCommands.increment(by: now.failedCommands - exportedFailures) }
+        if now.connects > exportedConnects { reconnects.increment(by: now.connects - exportedConnects) }
+        exportedFailures = now.failedCommands
+        exportedConnects = now.connects
+    }
+}
+
+extension ClusterLink {
+    /// The largest `head - applied` over the namespaces this node serves, as the last beats saw it.
+    var largestLag: Int {
+        var largest: UInt64 = 0
+        for member in members.values where member.phase == .serving {
+            guard let applied = engine.appliedRevision(namespace: member.name), member.lastHeadRev > applied else { continue }
+            largest = max(largest, member.lastHeadRev - applied)
+        }
+        return Int(clamping: largest)
+    }
+}

@@ -1,0 +1,75 @@
+import PresenceRedis
+
+/// How this node joins a Redis-backed cluster (`--storage redis`, docs/scaling.md): where Redis is,
+/// this node's identity in the logs, and the lease timings. Validated when it is built, so a bad
+/// flag is refused before anything starts.
+public struct ClusterSettings: Sendable {
+    public enum Invalid: Error, CustomStringConvertible {
+        case endpoint(String)
+        case nodeName(String)
+        case timing(String)
+
+        public var description: String {
+            switch self {
+            case .endpoint(let reason): return "--redis: \(reason)"
+            case .nodeName(let name): return "--node-id \(name): must be 1-200 bytes without '#'"
+            case .timing(let reason): return reason
+            }
+        }
+    }
+
+    let endpoint: RedisEndpoint
+    let identity: NodeIdentity
+    /// Lease written into a namespace's log when this node creates it (the log's value wins after).
+    let leaseMilliseconds: Int64
+    /// No successful beat for this long (counted from the send): the node fences itself.
+    let fenceAfterMilliseconds: Int64
+    /// Beat and reap period.
+    let beatMilliseconds: Int64
+    /// Connect and command timeout.
+    let redisTimeoutMilliseconds: Int64
+    /// The engine's grace window: adopted live sessions run this long after the reap.
+    let graceMilliseconds: Int64
+
+    /// This node's id in the logs (`name#incarnation`), for `ReplicationConfiguration(node:)`.
+    public var nodeID: String { identity.id }
+    /// `host:port` of Redis, as given.
+    public var redisAddress: String { endpoint.description }
+
+    /// Blocking: nil when Redis answers PING within the Redis timeout, else why not. Call before
+    /// the loop starts.
+    public func probe() -> String? {
+        RedisProbe.ping(endpoint, timeoutMilliseconds: redisTimeoutMilliseconds)
+    }
+
+    public init(redis: String, nodeName: String, leaseSeconds: Double = 5, fenceAfterSeconds: Double = 3,
+                beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, graceMilliseconds: Int64) throws(Invalid) {
+        do {
+            endpoint = try RedisEndpoint(parsing: redis)
+        } catch {
+            throw .endpoint(error.description)
+        }
+        do {
+            identity = try NodeIdentity(name: nodeName)
+        } catch {
+            throw .nodeName(nodeName)
+        }
+        func milliseconds(_ seconds: Double, _ flag: String, _ range: ClosedRange<Double>) throws(Invalid) -> Int64 {
+            guard seconds.isFinite, range.contains(seconds) else {
+                throw .timing("\(flag) must be between \(range.lowerBound) and \(range.upperBound) seconds")
+            }
+            return Int64((seconds * 1000).rounded())
+        }
+        leaseMilliseconds = try milliseconds(leaseSeconds, "--node-lease", 1...600)
+        fenceAfterMilliseconds = try milliseconds(fenceAfterSeconds, "--fence-after", 0.1...600)
+        beatMilliseconds = try milliseconds(beatSeconds, "--node-beat", 0.05...60)
+        redisTimeoutMilliseconds = try milliseconds(redisTimeoutSeconds, "--redis-timeout", 0.1...60)
+        self.graceMilliseconds = max(0, graceMilliseconds)
+        guard fenceAfterMilliseconds < leaseMilliseconds else {
+            throw .timing("--fence-after must be below --node-lease: a node must fence itself before others may declare it dead")
+        }
+        guard beatMilliseconds < fenceAfterMilliseconds else {
+            throw .timing("--node-beat must be below --fence-after, or a healthy node would fence itself between beats")
+        }
+    }
+}
