@@ -1,10 +1,11 @@
+import PresenceCore
 import Testing
 @testable import PresenceRedis
 
 /// The client's timing and parsing rules, without a Redis.
 @Suite struct ClientLogicTests {
     @Test func backoffDoublesToItsCeilingWithHalfJitter() {
-        var backoff = RedisBackoff(policy: .init(initialMilliseconds: 100, maxMilliseconds: 2000))
+        var backoff = Backoff(policy: .redis(initialMilliseconds: 100, maxMilliseconds: 2000))
         var ceilings: [Int64] = []
         for attempt in 0..<8 {
             let ceiling = backoff.ceilingMilliseconds
@@ -20,9 +21,9 @@ import Testing
 
     @Test func backoffNeverWaitsNearZeroWhateverTheRandomSource() {
         for unit in [0, -1, 0.999_999, 1, .nan, .infinity] as [Double] {
-            var backoff = RedisBackoff(policy: .init(initialMilliseconds: 1, maxMilliseconds: 1))
+            var backoff = Backoff(policy: .redis(initialMilliseconds: 1, maxMilliseconds: 1))
             #expect(backoff.nextDelay(unit: unit) >= 1)
-            var normal = RedisBackoff()
+            var normal = Backoff(policy: .redis())
             let delay = normal.nextDelay(unit: unit)
             #expect(delay >= 50 && delay <= 100)
         }

@@ -1,4 +1,5 @@
 import CHiredis
+import PresenceCore
 
 /// One Redis connection on a libuv loop the caller owns (the server's loop, shared with lws).
 ///
@@ -22,7 +23,7 @@ public final class RedisConnection {
         /// Default per-command timeout (`--redis-timeout`), also how long a command waits for a
         /// connection, and how long Redis may hold a written command before the socket counts as dead.
         public var commandTimeoutMilliseconds: Int64
-        public var backoff: RedisBackoff.Policy
+        public var backoff: Backoff.Policy
         /// Commands waiting for a connection beyond this fail at once (`.notSent`).
         public var maxQueuedCommands: Int
         /// `CLIENT SETNAME`, so operators see who is who in `CLIENT LIST`.
@@ -30,7 +31,7 @@ public final class RedisConnection {
         public var password: String?
 
         public init(connectTimeoutMilliseconds: Int64 = 2000, commandTimeoutMilliseconds: Int64 = 2000,
-                    backoff: RedisBackoff.Policy = .init(), maxQueuedCommands: Int = 100_000,
+                    backoff: Backoff.Policy = .redis(), maxQueuedCommands: Int = 100_000,
                     clientName: String? = nil, password: String? = nil) {
             self.connectTimeoutMilliseconds = max(1, connectTimeoutMilliseconds)
             self.commandTimeoutMilliseconds = max(1, commandTimeoutMilliseconds)
@@ -80,7 +81,7 @@ public final class RedisConnection {
     private let random: () -> Double
     var socket: RedisSocket?
     private var queue = CommandQueue()
-    private var backoff: RedisBackoff
+    private var backoff: Backoff
     private var attemptDeadline: Int64 = 0
     private var retryAt: Int64 = 0
     private(set) var scripts: [RedisScript] = []
@@ -97,7 +98,7 @@ public final class RedisConnection {
         self.options = options
         self.clock = clock
         self.random = random
-        backoff = RedisBackoff(policy: options.backoff)
+        backoff = Backoff(policy: options.backoff)
         // The timer holds the connection until close(): a running connection needs no other owner.
         timer = RedisTimer.make(loop: loop) { self.timerFired() }
     }
