@@ -172,13 +172,9 @@ final class Outbox {
     }
 
     /// Flush what is queued, then send a close frame with `code` and `reason`.
-    func close(_ connection: ShellConnection, code: Int, reason: String) {
-        connection.closing = (code, reason)
-        LWSWrite.requestWriteable(connection.wsi)
-    }
-
     func close(_ connection: ShellConnection, _ code: CloseCode, reason: String) {
-        close(connection, code: code.rawValue, reason: reason)
+        connection.closing = (code.rawValue, reason)
+        LWSWrite.requestWriteable(connection.wsi)
     }
 
     /// The peer sent a close frame (lws answers it): nothing more is sent, and the close's log line
