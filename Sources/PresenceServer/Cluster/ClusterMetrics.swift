@@ -10,12 +10,18 @@ final class ClusterMetrics {
     private let pendingSteps = CoreMetrics.Gauge(label: "presence_cluster_pending_steps")
     private let failedCommands = CoreMetrics.Counter(label: "presence_cluster_redis_failed_commands_total")
     private let reconnects = CoreMetrics.Counter(label: "presence_cluster_redis_connects_total")
+    private let snapshotsWrittenCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_written_total")
+    private let snapshotsLoadedCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_loaded_total")
     private var exportedFailures = 0
     private var exportedConnects = 0
+    /// Snapshots this node published, and loaded to start following a namespace.
+    var snapshotsWritten = 0
+    var snapshotsLoaded = 0
+    private var exportedSnapshots = (written: 0, loaded: 0)
 
     /// Records the link's state now (called when `/metrics` is scraped).
     func record(_ link: ClusterLink) {
-        redisUp.record(link.isReady ? 1 : 0)
+        redisUp.record(link.isConnected && !link.fenced ? 1 : 0)
         lag.record(link.largestLag)
         pendingSteps.record(link.engine.pendingStepCount)
         let now = link.commands.statistics
@@ -23,6 +29,9 @@ final class ClusterMetrics {
         if now.connects > exportedConnects { reconnects.increment(by: now.connects - exportedConnects) }
         exportedFailures = now.failedCommands
         exportedConnects = now.connects
+        if snapshotsWritten > exportedSnapshots.written { snapshotsWrittenCounter.increment(by: snapshotsWritten - exportedSnapshots.written) }
+        if snapshotsLoaded > exportedSnapshots.loaded { snapshotsLoadedCounter.increment(by: snapshotsLoaded - exportedSnapshots.loaded) }
+        exportedSnapshots = (snapshotsWritten, snapshotsLoaded)
     }
 }
 
