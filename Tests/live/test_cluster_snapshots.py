@@ -243,3 +243,43 @@ def test_a_node_restarted_after_the_log_was_trimmed_catches_up(redis):  # noqa: 
     finally:
         a.stop()
         b.stop()
+
+
+def test_nodes_refuse_writes_when_redis_comes_back_without_its_history(redis):  # noqa: F811
+    """Redis restarted empty (its AOF lost): the running nodes never write into the new, empty
+    history; a write is refused with the reason, and each node stops (EX_TEMPFAIL, fenced) saying
+    Redis lost its data, rather than serve a silently rolled-back database."""
+    import os
+    ns = "epoch"
+    a, b = node(redis, "a"), node(redis, "b")
+    try:
+        writer, other = a.client(ns=ns), b.client(ns=ns)
+        assert writer.call("p", {"p": "/kept", "d": 1}, timeout=20)["s"] == "ok"
+        assert other.call("p", {"p": "/also", "d": 2}, timeout=20)["s"] == "ok"
+        redis.kill()
+        shutil_rmtree(os.path.join(redis.dir, "appendonlydir"))
+        redis.start()
+        assert redis_call(redis, "EXISTS", f"presence:{{{ns}}}:head") == 0
+        try:
+            reply = writer.call("p", {"p": "/lost", "d": 3}, timeout=20)
+            assert reply["s"] == "unavailable" and "another history" in reply["d"], reply
+        except Exception as closed:  # noqa: BLE001 - the node may have fenced itself first
+            assert "closed" in repr(closed).lower() or "Connection" in repr(closed), repr(closed)
+        deadline = time.time() + 30
+        while (a.alive() or b.alive()) and time.time() < deadline:
+            time.sleep(0.1)
+        for server in (a, b):
+            assert not server.alive(), "a node kept serving after Redis lost its history"
+            assert server.proc.returncode == 75
+            assert "Redis lost its data" in server.read_log(), server.read_log()[-2000:]
+        # nothing was written into the new, empty history
+        assert redis_call(redis, "EXISTS", f"presence:{{{ns}}}:head") == 0
+        assert redis_call(redis, "EXISTS", f"presence:{{{ns}}}:log") == 0
+    finally:
+        a.stop()
+        b.stop()
+
+
+def shutil_rmtree(path):
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
