@@ -98,7 +98,7 @@ extension ClusterLink {
 
     private func encode(_ snapshot: ReplicaSnapshot, for member: ClusterNamespace, store: RedisSnapshots) {
         let token = Self.randomToken()
-        let done = LoopOnly(value: { [unowned self] (result: Result<[(id: String, data: [UInt8])], ReplicaSnapshot.EncodingError>) in
+        offLoop({ Result { () throws(ReplicaSnapshot.EncodingError) in try snapshot.encodedChunks(token: token) } }) { [unowned self] result in
             switch result {
             case .success(let chunks):
                 writeChunks(chunks[...], rev: snapshot.rev, count: chunks.count, member: member, store: store,
@@ -107,11 +107,16 @@ extension ClusterLink {
                 logger.error("namespace \(member.name): the snapshot at revision \(snapshot.rev) cannot be encoded: \(error)")
                 member.snapshots.writing = false
             }
-        })
+        }
+    }
+
+    /// Runs `work` on a worker thread (off the event loop), then `done` with its result on the loop.
+    private func offLoop<T: Sendable>(_ work: @escaping @Sendable () -> T, then done: @escaping (T) -> Void) {
+        let back = LoopOnly(value: done)
         let runtime = runtime
         DispatchQueue.global(qos: .utility).async {
-            let result = Result { () throws(ReplicaSnapshot.EncodingError) in try snapshot.encodedChunks(token: token) }
-            runtime.post { done.value(result) }
+            let result = work()
+            runtime.post { back.value(result) }
         }
     }
 
@@ -212,7 +217,9 @@ extension ClusterLink {
         let name = member.name
         let rev = head.snapshot
         let bytes = chunks.values.reduce(0) { $0 + $1.count }
-        let done = LoopOnly(value: { [unowned self] (result: Result<ReplicaSnapshot, ReplicaSnapshot.DecodingError>) in
+        offLoop({ Result { () throws(ReplicaSnapshot.DecodingError) in
+            try ReplicaSnapshot(decodingChunks: chunks, namespace: name, rev: rev)
+        } }) { [unowned self] result in
             guard member.generation == generation else { return }
             switch result {
             case .success(let snapshot):
@@ -225,13 +232,6 @@ extension ClusterLink {
             case .failure(let error):
                 failFollowing(member, "the snapshot at revision \(rev) cannot be loaded: \(error)")
             }
-        })
-        let runtime = runtime
-        DispatchQueue.global(qos: .userInitiated).async {
-            let result = Result { () throws(ReplicaSnapshot.DecodingError) in
-                try ReplicaSnapshot(decodingChunks: chunks, namespace: name, rev: rev)
-            }
-            runtime.post { done.value(result) }
         }
     }
 
