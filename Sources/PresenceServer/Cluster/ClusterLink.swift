@@ -147,6 +147,13 @@ final class ClusterLink {
         member.wantsFollow = false
         member.generation += 1
         tail.unfollow(member.keys)
+        if preloading.contains(ns) {
+            // Released before it caught up (a client came and went): /readyz still waits for it.
+            later { [unowned self] in
+                engine.preload(namespace: ns)
+                runSteps()
+            }
+        }
         if case .failed = member.phase { return }
         if member.isJoined { member.phase = .idle }
     }
