@@ -38,8 +38,11 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: namespaces (comma-separated) to load at start, from the newest snapshot and the log after it; /readyz answers 503 until each has caught up. Others load when a client first names them.")
     var preload = ""
 
+    @Option(help: "--storage redis: a file where this node remembers the history (log epoch) of every namespace it served; a node that finds Redis without that history (Redis lost its data) refuses to serve the namespace instead of starting it empty. Recommended in production.")
+    var clusterState: String?
+
     static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout",
-                            "snapshot-every", "snapshot-entries", "log-keep", "preload"]
+                            "snapshot-every", "snapshot-entries", "log-keep", "preload", "cluster-state"]
 
     /// The node's name when `--node-id` is not given: this host and the port asked for (the process
     /// id when the port is picked by the system).
@@ -55,13 +58,15 @@ struct ClusterOptions: ParsableArguments {
                             beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout,
                             graceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
                             snapshotEverySeconds: snapshotEvery, snapshotEntries: snapshotEntries, logKeepSeconds: logKeep,
-                            preload: preload.split(separator: ",").map(String.init).filter { !$0.isEmpty })
+                            preload: preload.split(separator: ",").map(String.init).filter { !$0.isEmpty },
+                            clusterStatePath: clusterState)
     }
 
     func effectiveConfiguration() -> [(String, JSON)] {
         [("redis", .string(redis)), ("node-id", nodeID.map { .string($0) } ?? .null), ("node-lease", .number(nodeLease)),
          ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout)),
          ("snapshot-every", .number(snapshotEvery)), ("snapshot-entries", .number(Double(snapshotEntries))),
-         ("log-keep", .number(logKeep)), ("preload", .string(preload))]
+         ("log-keep", .number(logKeep)), ("preload", .string(preload)),
+         ("cluster-state", clusterState.map { .string($0) } ?? .null)]
     }
 }

@@ -283,3 +283,40 @@ def test_nodes_refuse_writes_when_redis_comes_back_without_its_history(redis):  
 def shutil_rmtree(path):
     import shutil
     shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_node_restarted_against_a_redis_that_lost_its_data_refuses_to_serve_it(redis):  # noqa: F811
+    """With --cluster-state a node remembers the history of each namespace it served: restarted
+    (as its supervisor would) against a Redis that came back empty, it refuses to serve that
+    namespace rather than create a new, empty history, and says why."""
+    import os
+    import tempfile
+    ns = "remembered"
+    state = os.path.join(tempfile.mkdtemp(prefix="presence-cluster-state-"), "history.json")
+    a = node(redis, "a", "--cluster-state", state)
+    try:
+        writer = a.client(ns=ns)
+        assert writer.call("p", {"p": "/kept", "d": 1}, timeout=20)["s"] == "ok"
+        with open(state) as f:
+            assert json.load(f) == {ns: head(redis, ns)["epoch"]}
+        redis.kill()
+        shutil_rmtree(os.path.join(redis.dir, "appendonlydir"))
+        redis.start()
+        deadline = time.time() + 30
+        while a.alive() and time.time() < deadline:
+            time.sleep(0.1)
+        assert not a.alive() and a.proc.returncode == 75  # fenced: Redis lost its data
+        a = node(redis, "a", "--cluster-state", state)  # the supervisor starts it again
+        try:
+            a.client(ns=ns)
+        except Exception:  # noqa: BLE001 - it may close at once
+            pass
+        deadline = time.time() + 30
+        while a.alive() and time.time() < deadline:
+            time.sleep(0.1)
+        assert not a.alive(), "the restarted node served a namespace whose history Redis lost"
+        assert a.proc.returncode == 75
+        assert f"Redis lost the history of namespace {ns}" in a.read_log(), a.read_log()[-2000:]
+        assert redis_call(redis, "EXISTS", f"presence:{{{ns}}}:head") == 0  # no new, empty history
+    finally:
+        a.stop()

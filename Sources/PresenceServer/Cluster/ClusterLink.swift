@@ -34,6 +34,8 @@ final class ClusterLink {
     private(set) var connectedSince: Int64?
     private(set) var fenced = false
     let metrics = ClusterMetrics()
+    /// `--cluster-state`: the history of each namespace served, checked before CREATE.
+    let history: ClusterHistory?
     /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up.
     var isReady: Bool { isConnected && !fenced && preloading.isEmpty }
     var isConnected: Bool { connectedSince != nil }
@@ -61,6 +63,7 @@ final class ClusterLink {
                                                         commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
                                                         clientName: name + " tail"))
         tail = RedisLogTail(connection: tailConnection)
+        history = settings.clusterStatePath.flatMap { try? ClusterHistory(path: $0) } // read once already by the settings
     }
 
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.

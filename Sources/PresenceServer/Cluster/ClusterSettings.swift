@@ -9,12 +9,14 @@ public struct ClusterSettings: Sendable {
         case nodeName(String)
         case timing(String)
         case namespace(String)
+        case clusterState(String)
 
         public var description: String {
             switch self {
             case .endpoint(let reason): return "--redis: \(reason)"
             case .nodeName(let name): return "--node-id \(name): must be 1-200 bytes without '#'"
             case .timing(let reason): return reason
+            case .clusterState(let reason): return reason
             case .namespace(let name): return "--preload \(name): not a namespace name a cluster can hold (1-512 bytes)"
             }
         }
@@ -42,6 +44,8 @@ public struct ClusterSettings: Sendable {
     let logKeepMilliseconds: Int64
     /// Namespaces followed from the start (`--preload`): `/readyz` is 503 until each has caught up.
     let preload: [String]
+    /// `--cluster-state`: where this node remembers each namespace's history (`ClusterHistory`).
+    let clusterStatePath: String?
 
     /// This node's id in the logs (`name#incarnation`), for `ReplicationConfiguration(node:)`.
     public var nodeID: String { identity.id }
@@ -57,7 +61,7 @@ public struct ClusterSettings: Sendable {
     public init(redis: String, nodeName: String, leaseSeconds: Double = 5, fenceAfterSeconds: Double = 3,
                 beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, graceMilliseconds: Int64,
                 snapshotEverySeconds: Double = 60, snapshotEntries: Int = 100_000, logKeepSeconds: Double = 120,
-                preload: [String] = []) throws(Invalid) {
+                preload: [String] = [], clusterStatePath: String? = nil) throws(Invalid) {
         do {
             endpoint = try RedisEndpoint(parsing: redis)
         } catch {
@@ -89,6 +93,10 @@ public struct ClusterSettings: Sendable {
             guard (try? RedisKeys(namespace: name)) != nil else { throw .namespace(name) }
         }
         self.preload = Array(Set(preload)).sorted()
+        if let clusterStatePath {
+            do { _ = try ClusterHistory(path: clusterStatePath) } catch { throw .clusterState(error.description) }
+        }
+        self.clusterStatePath = clusterStatePath
         guard fenceAfterMilliseconds < leaseMilliseconds else {
             throw .timing("--fence-after must be below --node-lease: a node must fence itself before others may declare it dead")
         }
