@@ -30,8 +30,8 @@ final class SnapshotSchedule {
 
     /// Revisions below this were applied here at least `keepMilliseconds` ago (1: none yet).
     func trimBelow(at now: Int64, keepMilliseconds: Int64) -> UInt64 {
-        guard let first = samples.first, first.at <= now - keepMilliseconds else { return 1 }
-        return first.rev + 1
+        guard let old = samples.last(where: { $0.at <= now - keepMilliseconds }) else { return 1 }
+        return old.rev + 1
     }
 }
 
