@@ -236,6 +236,14 @@ extension ClusterLink {
     }
 
     private func loaded(_ snapshot: ReplicaSnapshot, bytes: Int, member: ClusterNamespace, head: RedisLog.Head) {
+        if let applied = engine.appliedRevision(namespace: member.name), applied > snapshot.rev {
+            // Already past it (following again after a gap that a read from an older position
+            // reported): the log after what is applied is still there; tail on from it.
+            member.phase = .catchingUp(head: head.rev)
+            tail.follow(member.keys, after: applied)
+            if head.rev <= applied { caughtUp(member) }
+            return
+        }
         do {
             try engine.loadReplica(snapshot, now: WallClock.nowMilliseconds())
         } catch {
