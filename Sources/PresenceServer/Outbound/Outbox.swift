@@ -173,14 +173,14 @@ final class Outbox {
 
     /// Flush what is queued, then send a close frame with `code` and `reason`.
     func close(_ connection: ShellConnection, _ code: CloseCode, reason: String) {
-        connection.closing = (code.rawValue, reason)
+        connection.closing = ShellConnection.Closing(code: code.rawValue, reason: reason)
         LWSWrite.requestWriteable(connection.wsi)
     }
 
     /// The peer sent a close frame (lws answers it): nothing more is sent, and the close's log line
     /// gives the peer's code.
     func peerClosed(_ connection: ShellConnection, code: Int) {
-        if connection.closing == nil { connection.closing = (code, "peer closed") }
+        if connection.closing == nil { connection.closing = ShellConnection.Closing(code: code, reason: "peer closed") }
         // lws answers the close now: nothing may follow it.
         _ = due.take(for: connection)
     }
@@ -253,11 +253,11 @@ final class Outbox {
     /// (1001) does not linger: the context goes right after. Returns what WRITEABLE returns.
     @discardableResult
     func closeNow(_ connection: ShellConnection, code: Int, reason: String) -> Int32 {
-        if connection.closing == nil { connection.closing = (code, reason) }
+        if connection.closing == nil { connection.closing = ShellConnection.Closing(code: code, reason: reason) }
         connection.queue.removeAll()
         _ = due.take(for: connection)
         LWSWrite.close(code: code, reason: reason, to: connection.wsi)
-        connection.closeSentAt = WallClock.nowMilliseconds()
+        connection.closing?.sentAt = WallClock.nowMilliseconds()
         // Read again if its budget had paused it (InboundThrottle): its close must be able to arrive.
         LWSWrite.resumeReading(connection.wsi)
         return code == CloseCode.goingAway.rawValue ? -1 : 0
