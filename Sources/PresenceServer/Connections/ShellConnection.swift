@@ -42,6 +42,9 @@ final class ShellConnection: DueFramesHolder {
     var wasThrottled = false
     /// A PING waits for the queue ahead of it to drain.
     var pingDue = false
+    /// Not read from while the server is past saturation (`WriterPushback`); the liveness sweep
+    /// does not judge it meanwhile (its PONGs are not read either).
+    var pushedBack = false
 
     /// When the server's close frame went out: the client's close (or the liveness sweep, after
     /// `Outbox.closeLingerMilliseconds`) ends the connection; what it sends meanwhile is discarded.

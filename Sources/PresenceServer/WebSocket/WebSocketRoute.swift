@@ -173,6 +173,8 @@ final class WebSocketRoute {
             }
         }
         steps.run(writeStartedAt: writeStartedAt)
+        // Past saturation, a writer is read no more until the backlog drains (WriterPushback).
+        if writeStartedAt != nil { throttle.wrote(connection) }
     }
 
     static func isWrite(_ request: Request) -> Bool {

@@ -1,0 +1,86 @@
+"""Past saturation the server pushes back on writers (issue 17): over --pushback-pending-writes
+writes not yet durable it stops reading from connections that write, until the backlog drains.
+The writer is slowed, not dropped; every write it sent is acknowledged in order, and a watcher
+receives every acknowledged write in order. The saturation itself is a benchmark
+(bench/fanout-vs-mosquitto.sh, docs/performance.md); here the threshold is tiny so that an ordinary
+flood crosses it."""
+import json
+import re
+
+import requests
+
+from conftest import Server
+from wsraw import TEXT, Reader, frame, request, upgrade
+
+
+def metric(server, name):
+    text = requests.get(f"http://{server.host}:{server.port}/metrics", timeout=5).text
+    match = re.search(rf"^{name} (\d+(?:\.\d+)?)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+def test_a_flooding_writer_is_paused_loses_nothing_and_a_watcher_gets_every_acked_write_in_order():
+    # Durable (SQLite) storage; no message budget, so only the push-back can pause the writer.
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--max-messages-per-second", "0",
+                    "--pushback-pending-writes", "1")
+    try:
+        watcher = server.client()
+        assert watcher.listen("/flood") is None
+        sock, pending = upgrade(server.host, server.port)
+        writer = Reader(sock, pending)
+        writer.next()  # hello
+        count = 2_000
+        sock.sendall(b"".join(frame(TEXT, request(r, "p", {"p": "/flood", "d": r})) for r in range(1, count + 1)))
+        acked = []
+        while len(acked) < count:
+            got = writer.next(timeout=30)
+            assert got, f"only {len(acked)} acks"
+            if got[0] == TEXT:
+                message = json.loads(got[1])
+                body = message.get("d", {})
+                if "r" in body:
+                    assert body["b"]["s"] == "ok", body
+                    acked.append(body["r"])
+        assert acked == list(range(1, count + 1)), "every write acknowledged, in order"
+        assert metric(server, "presence_writers_paused_total") >= 1, "the writer was never pushed back"
+        assert "past saturation" in server.read_log()
+        # The watcher saw every acknowledged value, in order (nothing lost, nothing reordered).
+        seen = []
+        while len(seen) < count:
+            message = watcher.wait_for(lambda m: m.get("t") == "d" and m["d"].get("a") == "d"
+                                       and m["d"]["b"]["p"] == "flood", timeout=30)
+            seen.append(message["d"]["b"]["d"])
+        assert seen == list(range(1, count + 1))
+        # Once drained, nobody is left paused, and the writer is still served (not dropped).
+        assert metric(server, "presence_writers_pushed_back") == 0
+        sock.sendall(frame(TEXT, request(count + 1, "p", {"p": "/flood", "d": "last"})))
+        while True:
+            got = writer.next(timeout=10)
+            assert got, "the writer was not answered after the flood"
+            if got[0] == TEXT and json.loads(got[1]).get("d", {}).get("r") == count + 1:
+                break
+        assert watcher.push("flood", timeout=10) == "last"
+        sock.close()
+        assert server.alive()
+    finally:
+        server.stop()
+
+
+def test_without_push_back_the_same_flood_is_read_straight_through():
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--max-messages-per-second", "0",
+                    "--pushback-pending-writes", "0", "--pushback-queued-bytes", "0")
+    try:
+        sock, pending = upgrade(server.host, server.port)
+        writer = Reader(sock, pending)
+        writer.next()  # hello
+        sock.sendall(b"".join(frame(TEXT, request(r, "p", {"p": "/flood", "d": r})) for r in range(1, 501)))
+        acked = 0
+        while acked < 500:
+            got = writer.next(timeout=30)
+            assert got, f"only {acked} acks"
+            if got[0] == TEXT and "r" in json.loads(got[1]).get("d", {}):
+                acked += 1
+        assert metric(server, "presence_writers_paused_total") == 0
+        sock.close()
+    finally:
+        server.stop()
