@@ -87,7 +87,7 @@ public final class LWSServer: @unchecked Sendable {
             table: table, logger: logger, metrics: metrics, runtime: runtime,
             pushback: WriterPushback(maxPendingWrites: configuration.pushbackPendingWrites, maxQueuedBytes: configuration.pushbackQueuedBytes),
             backlog: { [unowned storageLink, unowned outboundPath] in
-                WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.queuedBytes)
+                WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
             })
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
                                        outbox: outbox, steps: steps, throttle: throttle)

@@ -6,6 +6,8 @@ receives every acknowledged write in order. The saturation itself is a benchmark
 flood crosses it."""
 import json
 import re
+import threading
+import time
 
 import requests
 
@@ -60,6 +62,63 @@ def test_a_flooding_writer_is_paused_loses_nothing_and_a_watcher_gets_every_acke
             if got[0] == TEXT and json.loads(got[1]).get("d", {}).get("r") == count + 1:
                 break
         assert watcher.push("flood", timeout=10) == "last"
+        sock.close()
+        assert server.alive()
+    finally:
+        server.stop()
+
+
+def test_a_writer_paused_longer_than_the_idle_timeout_is_not_hung_up_and_resumes_when_the_backlog_drains():
+    # A client that does not read holds pushes queued for its socket; past one queued byte the
+    # server pushes back on the writer. The writer stays paused for longer than --idle-timeout
+    # (it is not read, so not heard), is not dropped for it, and is read again, losing nothing,
+    # once the queue is gone.
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", "--max-messages-per-second", "0",
+                    "--pushback-queued-bytes", "1", "--ping-interval", "1", "--idle-timeout", "3")
+    try:
+        owner = {"Authorization": "Bearer owner"}
+        slow, _ = upgrade(server.host, server.port, rcvbuf=4096)
+        slow.sendall(frame(TEXT, request(1, "q", {"p": "/feed", "h": ""})))
+        sock, pending = upgrade(server.host, server.port)
+        writer = Reader(sock, pending)
+        writer.next()  # hello
+        # 6 MB of pushes for the slow reader: more than the kernel's socket buffers take, so some
+        # stay queued in the server.
+        blob = "x" * 100_000
+        count = 60
+        # Sent from a thread: once the writer is paused, its later writes wait in the socket (and
+        # the send blocks until it is read again).
+        sock.settimeout(60)
+        sender = threading.Thread(target=lambda: sock.sendall(
+            b"".join(frame(TEXT, request(r, "p", {"p": "/feed", "d": f"{r}:{blob}"})) for r in range(1, count + 1))))
+        sender.start()
+        deadline = time.time() + 15
+        while metric(server, "presence_writers_pushed_back") != 1:
+            assert time.time() < deadline, "the writer was never pushed back"
+            time.sleep(0.1)
+        # Paused for 5 s, longer than the 3 s idle timeout; the slow reader keeps itself alive
+        # with the protocol's keepalive, so only the push-back holds the writer.
+        for _ in range(10):
+            slow.sendall(frame(TEXT, "0"))
+            time.sleep(0.5)
+        stats = requests.get(f"http://{server.host}:{server.port}/.admin/stats", headers=owner, timeout=5).json()
+        assert stats["connections"] == 2, "the paused writer was dropped"
+        assert metric(server, "presence_writers_pushed_back") == 1
+        # The queue goes with the slow reader: the writer is read again and every write is acked, in order.
+        slow.close()
+        acked = []
+        while len(acked) < count:
+            got = writer.next(timeout=15)
+            assert got, f"only {acked} acked after the backlog drained"
+            if got[0] == TEXT:
+                body = json.loads(got[1]).get("d", {})
+                if "r" in body:
+                    assert body["b"]["s"] == "ok", body
+                    acked.append(body["r"])
+        assert acked == list(range(1, count + 1))
+        sender.join(timeout=5)
+        assert metric(server, "presence_writers_pushed_back") == 0
+        assert "silent for" not in server.read_log()
         sock.close()
         assert server.alive()
     finally:

@@ -161,9 +161,12 @@ final class Outbox {
         clearQueue(of: connection)
     }
 
-    /// Payload bytes queued for sockets, all connections together (the outbound backlog writers
-    /// are pushed back on, `WriterPushback`).
+    /// Payload bytes queued for sockets, all connections together.
     private(set) var queuedBytes = 0
+
+    /// Payload bytes waiting for sockets: queued, or due this turn (the outbound backlog writers
+    /// are pushed back on, `WriterPushback`).
+    var backlogBytes: Int { queuedBytes + due.totalBytes }
 
     private func enqueue(_ frame: OutFrame, on connection: ShellConnection) {
         connection.queue.append(frame)
