@@ -41,6 +41,8 @@ final class FakeLog {
         var snapshotSource: Member?
         /// The revision of the snapshot it loaded, if it did.
         var snapshotLoadedAt: UInt64?
+        /// Outcomes of direct requests (REST, streams) by ticket.
+        var outcomes: [DirectTicket: DirectOutcome] = [:]
 
         init(name: String, engine: Engine) {
             self.name = name
@@ -123,6 +125,18 @@ final class FakeLog {
         nodes[client.node].engine.disconnect(client.id, now: clock.now)
         collect(nodes[client.node])
     }
+
+    /// A direct request (REST, rules, stream) on node `index`: its ticket (a replicated node always
+    /// answers through one; the outcome may already be in `outcome(_:on:)`).
+    func submit(to index: Int, _ request: (Engine, Int64) -> DirectAnswer) -> DirectTicket {
+        let node = nodes[index]
+        let answer = request(node.engine, clock.now)
+        collect(node)
+        guard case .later(let ticket) = answer else { preconditionFailure("a replicated node answered at once") }
+        return ticket
+    }
+
+    func outcome(_ ticket: DirectTicket, on index: Int) -> DirectOutcome? { nodes[index].outcomes[ticket] }
 
     /// Everything sent to the client since the last call, as wire text.
     func take(_ client: Client) -> [String] {
@@ -361,6 +375,7 @@ final class FakeLog {
     }
 
     private func collect(_ node: Member) {
+        for (ticket, outcome) in node.engine.takeDirectOutcomes() { node.outcomes[ticket] = outcome }
         for effect in node.engine.drainEffects() {
             switch effect {
             case let .send(recipients, message):
