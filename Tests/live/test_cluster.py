@@ -244,17 +244,6 @@ def test_transactions_from_three_nodes_lose_no_increment(redis):
             node.stop()
 
 
-def test_rules_uploads_are_refused_on_a_cluster_node(cluster):
-    import urllib.error
-    import urllib.request
-    a = cluster[0]
-    request = urllib.request.Request(f"http://{a.host}:{a.port}/.settings/rules.json?ns=demo&auth=owner",
-                                     data=b'{"rules": {".read": true, ".write": true}}', method="PUT")
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(request, timeout=10)
-    assert refused.value.code == 503
-
-
 def test_a_rolling_restart_flaps_nobody(redis):
     """SIGTERM one node (LEAVE); its user comes back with ls= to the node restarted under the
     same name within the grace window: no offline on the other nodes."""
