@@ -186,6 +186,16 @@ def test_limited_reads_are_counted_once_in_the_whole_cluster(redis):
         os.unlink(limits)
 
 
+def test_a_namespace_name_too_long_for_redis_keys_is_refused_over_rest(redis):
+    node, = nodes_on(redis, 1, "--rules", "open")
+    try:
+        for answer in (requests.get(f"{base(node)}/x.json", params={"ns": "n" * 600}, timeout=20),
+                       requests.put(f"{base(node)}/x.json", params={"ns": "n" * 600}, json=1, timeout=20)):
+            assert answer.status_code == 400 and "at most 512 bytes" in answer.json()["error"], answer.text
+    finally:
+        node.stop()
+
+
 def test_a_rest_write_while_redis_is_down_is_answered_503_after_the_bounded_wait(redis):
     node, = nodes_on(redis, 1, "--rules", "open", "--node-lease", "8", "--fence-after", "6")
     try:

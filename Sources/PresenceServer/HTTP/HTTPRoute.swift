@@ -62,7 +62,7 @@ final class HTTPRoute {
         if let response = operators.route(request) {
             return responder.respond(wsi, response, after: steps.run())
         }
-        if let refusal = storageRefusal(request) { return responder.respond(wsi, refusal) }
+        if let refusal = storageRefusal(request) ?? namespaceRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
         case .failure(let refusal)?: return responder.respond(wsi, refusal.response)
@@ -114,7 +114,7 @@ final class HTTPRoute {
     /// A request with a body: checked from its head, then its body is read or dropped.
     private func admitBody(of request: HTTPRequest, length: Int, on wsi: OpaquePointer) -> Int32 {
         let now = WallClock.nowMilliseconds()
-        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? precheck(request, now: now) {
+        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? namespaceRefusal(request) ?? precheck(request, now: now) {
             return refuse(wsi, refusal, length: length, request: request)
         }
         let admission = bodies.admit(wsi, request: request, length: length, now: now)
@@ -136,6 +136,13 @@ final class HTTPRoute {
         var response = HTTPResponse.error(503, StorageLink.unavailableMessage)
         response.headers.append(("Retry-After", "5"))
         return response
+    }
+
+    /// A cluster keeps each namespace under Redis keys, which bound its name (as for WebSockets).
+    private func namespaceRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard engine.nodeID != nil, request.path.hasSuffix(".json"), let ns = request.query["ns"],
+              ns.utf8.count > WebSocketRoute.maxClusterNamespaceBytes else { return nil }
+        return .error(400, "Namespace names are at most \(WebSocketRoute.maxClusterNamespaceBytes) bytes on a cluster")
     }
 
     /// What the head alone tells: operators need the admin credential; REST routes, methods,
