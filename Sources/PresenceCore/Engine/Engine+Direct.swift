@@ -48,6 +48,13 @@ extension Engine {
         return submit(.rules(document: text), namespace: name, now: now)
     }
 
+    /// The rules in force for a namespace (REST `GET /.settings/rules.json`); replicated, once the
+    /// namespace is loaded here (its own rules come from the log).
+    public func submitRulesDocument(namespace name: String, now: Int64) -> DirectAnswer {
+        guard configuration.replication != nil else { return .now(.rulesDocument(rules(namespace: name))) }
+        return submit(.rulesDocument, namespace: name, now: now)
+    }
+
     /// A streaming read (`openStream`'s parameters). Replicated, connection `id` exists from now
     /// on (disconnect it if the client leaves first); it listens once the outcome is a success.
     public func submitStream(_ id: ConnectionID, path: Path, namespace name: String, credentials: Credentials,
@@ -106,6 +113,8 @@ extension Engine {
             if awaitsLog { return }
             if case .success(let value) = result { attachStream(connection, path: path, query: query, value: value, in: ns) }
             finishDirect(ticket, namespace: name, request, .stream(result.map { _ in () }), now: now)
+        case .rulesDocument:
+            finishDirect(ticket, namespace: name, request, .rulesDocument(rules(namespace: name)), now: now)
         }
     }
 
@@ -118,7 +127,7 @@ extension Engine {
             finishDirect(ticket, namespace: name, request, .write(DirectWriteResult(result: result, readBack: value)), now: now)
         case .rules:
             finishDirect(ticket, namespace: name, request, .rules(.success(())), now: now)
-        case .read, .stream:
+        case .read, .stream, .rulesDocument:
             break
         }
     }
@@ -134,6 +143,7 @@ extension Engine {
                                                                                          namespace: name, now: now)))
         case .rules: outcome = .rules(.failure(error))
         case .stream: outcome = .stream(.failure(error))
+        case .rulesDocument: outcome = .read(.failure(error))
         }
         finishDirect(ticket, namespace: name, request, outcome, now: now)
     }

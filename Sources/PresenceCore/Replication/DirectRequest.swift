@@ -25,6 +25,8 @@ public enum DirectOutcome {
     case rules(Result<Void, EngineError>)
     /// The stream is open: its first message (the whole value) is queued for its connection.
     case stream(Result<Void, EngineError>)
+    /// The rules in force (`Engine.rules(namespace:)`).
+    case rulesDocument((document: JSON, text: String?)?)
 
     /// A read's result (nil for another kind).
     public var read: Result<Node, EngineError>? {
@@ -68,6 +70,8 @@ enum DirectRequest {
     /// A namespace's own rules document (its text); nil forgets it.
     case rules(document: String?)
     case stream(ConnectionID, Path, Credentials, QuerySpec)
+    /// The rules in force, once the namespace is loaded.
+    case rulesDocument
 }
 
 /// The replicated engine's direct requests: those waiting for their namespace to be loaded, and

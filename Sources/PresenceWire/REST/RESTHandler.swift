@@ -137,9 +137,16 @@ public final class RESTHandler {
         let namespace = namespace(of: request)
         switch method {
         case "GET":
-            guard let rules = engine.rules(namespace: namespace) else { return .response(.error(404, "No rules document is in force")) }
-            if request.query["format"] != "strict", let text = rules.text { return .response(.json(200, text)) }
-            return .response(render(rules.document, request: request))
+            return RESTAnswer(engine.submitRulesDocument(namespace: namespace, now: now)) { [self] outcome in
+                switch outcome {
+                case .rulesDocument(let rules?):
+                    if request.query["format"] != "strict", let text = rules.text { return .json(200, text) }
+                    return render(rules.document, request: request)
+                case .rulesDocument(nil): return .error(404, "No rules document is in force")
+                case .read(.failure(let error)): return .refusal(for: error)
+                default: return RESTAnswer.mismatch
+                }
+            }
         case "PUT":
             guard let text = String(validating: request.body, as: UTF8.self) else { return .response(.error(400, "Rules must be UTF-8 text")) }
             let ruleSet: RuleSet

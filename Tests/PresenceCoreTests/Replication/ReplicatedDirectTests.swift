@@ -129,7 +129,7 @@ import Testing
     }
 
     @Test func rulesUploadedOnOneNodeAreEnforcedOnTheOthers() throws {
-        let log = FakeLog(nodes: 3)
+        let log = FakeLog(nodes: 4)
         let clients = [log.connect(to: 1), log.connect(to: 2)]
         log.settle()
         for client in clients { log.signIn(client, as: "alice") }
@@ -151,7 +151,16 @@ import Testing
             #expect(ReplicatedEngineTests.reply(10 + n, in: replies)?.contains(#""s":"permission_denied""#) == true)
             #expect(ReplicatedEngineTests.reply(20 + n, in: replies)?.contains(#""s":"ok""#) == true)
         }
-        for node in log.nodes { #expect(node.engine.rules(namespace: "test")?.text == text) }
+        for node in log.nodes.prefix(3) { #expect(node.engine.rules(namespace: "test")?.text == text) }
+        // Node 3 never followed the namespace: asking for its rules loads it first.
+        let shown = log.submit(to: 3) { $0.submitRulesDocument(namespace: "test", now: $1) }
+        #expect(log.outcome(shown, on: 3) == nil)
+        log.settle()
+        guard case .rulesDocument(let rules?)? = log.outcome(shown, on: 3) else {
+            Issue.record("the rules were not shown: \(String(describing: log.outcome(shown, on: 3)))")
+            return
+        }
+        #expect(rules.text == text)
     }
 
     @Test(arguments: [41, 42] as [UInt64])
