@@ -14,12 +14,18 @@ import Testing
 
     static func written(_ outcome: DirectOutcome?) -> DirectWriteResult? { outcome?.write }
 
-    @Test func aRestReadWaitsUntilTheNodeServesTheNamespaceThenSeesOtherNodesWrites() {
+    /// Two nodes; a client of node 0 wrote 1 at `/<key>`; node 1 has no client of the namespace.
+    static func twoNodesWhereNodeZeroWrote(_ key: String) -> (FakeLog, FakeLog.Client) {
         let log = FakeLog(nodes: 2)
         let writer = log.connect(to: 0)
         log.settle()
-        log.request(1, "p", #"{"p":"/x","d":1}"#, from: writer)
+        log.request(1, "p", "{\"p\":\"/\(key)\",\"d\":1}", from: writer)
         log.settle()
+        return (log, writer)
+    }
+
+    @Test func aRestReadWaitsUntilTheNodeServesTheNamespaceThenSeesOtherNodesWrites() {
+        let (log, _) = Self.twoNodesWhereNodeZeroWrote("x")
         // Node 1 has no client of the namespace: the read makes it follow, and waits.
         let read = log.submit(to: 1) { $0.submitRead(Self.path("x"), namespace: "test", credentials: .admin, now: $1) }
         #expect(log.outcome(read, on: 1) == nil)
@@ -108,24 +114,20 @@ import Testing
     }
 
     @Test func aStaleIfMatchIsAnsweredWithTheCurrentValue() {
-        let log = FakeLog(nodes: 2)
-        let client = log.connect(to: 1)
-        log.settle()
-        log.request(1, "p", #"{"p":"/c","d":5}"#, from: client)
-        log.settle()
-        let engine = log.nodes[0].engine
-        let ticket = log.submit(to: 0) {
-            $0.submitWrite(.set(.number(1)), at: Self.path("c"), namespace: "test", credentials: .admin, now: $1,
-                           ifMatch: (Self.path("c"), engine.etag(.null)), readBack: Self.path("c"))
+        let (log, _) = Self.twoNodesWhereNodeZeroWrote("c")
+        // Node 1 loads the namespace for the write, which expects no data at /c.
+        let ticket = log.submit(to: 1) {
+            $0.submitWrite(.set(.number(2)), at: Self.path("c"), namespace: "test", credentials: .admin, now: $1,
+                           ifMatch: (Self.path("c"), $0.etag(.null)), readBack: Self.path("c"))
         }
         log.settle()
-        let outcome = Self.written(log.outcome(ticket, on: 0))
+        let outcome = Self.written(log.outcome(ticket, on: 1))
         guard case .failure(.dataStale)? = outcome?.result else {
             Issue.record("a stale if-match was not refused: \(String(describing: outcome))")
             return
         }
-        #expect(outcome?.readBack == .leaf(.number(5), priority: nil))
-        #expect(log.tree(1).node(at: Self.path("c")).leafValue == .number(5))
+        #expect(outcome?.readBack == .leaf(.number(1), priority: nil))
+        #expect(log.tree(0).node(at: Self.path("c")).leafValue == .number(1))
     }
 
     @Test func rulesUploadedOnOneNodeAreEnforcedOnTheOthers() throws {
@@ -196,11 +198,7 @@ import Testing
     }
 
     @Test func aStreamOnANodeWithNoClientOfTheNamespaceOpensOnceCaughtUpAndGetsPushes() {
-        let log = FakeLog(nodes: 2)
-        let writer = log.connect(to: 0)
-        log.settle()
-        log.request(1, "p", #"{"p":"/s","d":1}"#, from: writer)
-        log.settle()
+        let (log, writer) = Self.twoNodesWhereNodeZeroWrote("s")
         let stream = ConnectionID(900)
         let ticket = log.submit(to: 1) {
             $0.submitStream(stream, path: Self.path("s"), namespace: "test", credentials: .admin, query: .default, now: $1)
@@ -218,11 +216,7 @@ import Testing
     }
 
     @Test func aRequestWhoseNamespaceNeverLoadsIsAnsweredUnavailableAfterTheWait() {
-        let log = FakeLog(nodes: 2)
-        let writer = log.connect(to: 0)
-        log.settle()
-        log.request(1, "p", #"{"p":"/x","d":1}"#, from: writer)
-        log.settle()
+        let (log, _) = Self.twoNodesWhereNodeZeroWrote("x")
         let read = log.submit(to: 1) { $0.submitRead(Self.path("x"), namespace: "test", credentials: .admin, now: $1) }
         let stream = log.submit(to: 1) {
             $0.submitStream(ConnectionID(77), path: Self.path("x"), namespace: "test", credentials: .admin, query: .default, now: $1)
