@@ -8,6 +8,7 @@
 extension Engine {
     /// The outcomes decided since the last call (replicated mode), in order.
     public func takeDirectOutcomes() -> [(DirectTicket, DirectOutcome)] {
+        if direct.outcomes.isEmpty { return [] } // every engine step asks
         defer { direct.outcomes.removeAll(keepingCapacity: true) }
         return direct.outcomes
     }

@@ -98,10 +98,10 @@ final class HTTPRoute {
                 continue // the client left meanwhile
             case let .response(wsi, finish)?:
                 _ = responder.respond(wsi, finish(outcome), after: sequence)
-            case let .stream(wsi, id, location)?:
+            case let .stream(wsi, id, request)?:
                 switch outcome.done {
                 case .success?:
-                    if !begin(id: id, wsi: wsi, location: location) { LWSWrite.drop(wsi) }
+                    if !begin(id: id, wsi: wsi, request) { LWSWrite.drop(wsi) }
                 case .failure(let error)?:
                     _ = responder.respond(wsi, .refusal(for: error), after: sequence)
                 case nil:
@@ -223,12 +223,12 @@ final class HTTPRoute {
         switch opened {
         case .later(let ticket):
             // Replicated: it opens once the namespace is loaded here (and a limited read's use committed).
-            wait(for: ticket, .stream(wsi, id: id, location: request.path))
+            wait(for: ticket, .stream(wsi, id: id, request: request))
             return 0
         case .now(.stream(.failure(let error))):
             return responder.respond(wsi, .refusal(for: error), after: steps.run())
         case .now:
-            guard begin(id: id, wsi: wsi, location: request.path) else { return -1 }
+            guard begin(id: id, wsi: wsi, request) else { return -1 }
             steps.run()
             return 0
         }
@@ -236,12 +236,12 @@ final class HTTPRoute {
 
     /// The stream's head goes out and it takes its engine messages; false when lws failed (the
     /// engine forgets it; close the connection).
-    private func begin(id: UInt64, wsi: OpaquePointer, location: Path) -> Bool {
-        guard streams.begin(id: id, wsi: wsi, location: location) else {
+    private func begin(id: UInt64, wsi: OpaquePointer, _ request: StreamRequest) -> Bool {
+        guard streams.begin(id: id, wsi: wsi, location: request.path) else {
             engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
             return false
         }
-        logger.info("stream opened", metadata: ["stream": "\(id)", "path": "\(location)"])
+        logger.info("stream opened", metadata: ["stream": "\(id)", "path": "\(request.path)", "ns": "\(request.namespace)"])
         return true
     }
 

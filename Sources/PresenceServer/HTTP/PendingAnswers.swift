@@ -10,7 +10,7 @@ final class PendingAnswers {
         /// A response made from the outcome.
         case response(OpaquePointer, (DirectOutcome) -> HTTPResponse)
         /// A stream that opens on a successful outcome (engine connection `id`).
-        case stream(OpaquePointer, id: UInt64, location: Path)
+        case stream(OpaquePointer, id: UInt64, request: StreamRequest)
 
         var wsi: OpaquePointer {
             switch self {
