@@ -68,7 +68,7 @@ extension Engine {
 
     // MARK: Replicated
 
-    private func submit(_ request: DirectRequest, namespace name: String, now: Int64) -> DirectAnswer {
+    func submit(_ request: DirectRequest, namespace name: String, now: Int64) -> DirectAnswer {
         let ticket = direct.nextTicket()
         let ns = namespace(name)
         if case let .stream(id, _, credentials, _) = request {
@@ -116,6 +116,11 @@ extension Engine {
             finishDirect(ticket, namespace: name, request, .stream(result.map { _ in () }), now: now)
         case .rulesDocument:
             finishDirect(ticket, namespace: name, request, .rulesDocument(rules(namespace: name)), now: now)
+        case .resetLimit(let key):
+            proposal?.limitChanges = [LogEntry.LimitUsageChange(limit: key.limit, uid: key.uid, usage: nil)]
+            if let refusal = propose(.limitUsage, writes: [], in: ns, identity: nil, label: "reset") {
+                finishDirect(ticket, namespace: name, request, .reset(.failure(refusal)), now: now)
+            }
         }
     }
 
@@ -128,6 +133,8 @@ extension Engine {
             finishDirect(ticket, namespace: name, request, .write(DirectWriteResult(result: result, readBack: value)), now: now)
         case .rules:
             finishDirect(ticket, namespace: name, request, .rules(.success(())), now: now)
+        case .resetLimit:
+            finishDirect(ticket, namespace: name, request, .reset(.success(())), now: now)
         case .read, .stream, .rulesDocument:
             break
         }
@@ -145,6 +152,7 @@ extension Engine {
         case .rules: outcome = .rules(.failure(error))
         case .stream: outcome = .stream(.failure(error))
         case .rulesDocument: outcome = .read(.failure(error))
+        case .resetLimit: outcome = .reset(.failure(error))
         }
         finishDirect(ticket, namespace: name, request, outcome, now: now)
     }

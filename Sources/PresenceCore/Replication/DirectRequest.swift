@@ -27,6 +27,8 @@ public enum DirectOutcome {
     case stream(Result<Void, EngineError>)
     /// The rules in force (`Engine.rules(namespace:)`).
     case rulesDocument((document: JSON, text: String?)?)
+    /// An operator's reset of one user's usage of a limit is in force here.
+    case reset(Result<Void, EngineError>)
 
     /// A read's result (nil for another kind).
     public var read: Result<Node, EngineError>? {
@@ -43,7 +45,7 @@ public enum DirectOutcome {
     /// A rules upload's or a stream's result (nil for another kind).
     public var done: Result<Void, EngineError>? {
         switch self {
-        case .rules(let result), .stream(let result): return result
+        case .rules(let result), .stream(let result), .reset(let result): return result
         default: return nil
         }
     }
@@ -72,6 +74,8 @@ enum DirectRequest {
     case stream(ConnectionID, Path, Credentials, QuerySpec)
     /// The rules in force, once the namespace is loaded.
     case rulesDocument
+    /// Forget one user's usage of a limit (an operator's reset), on every node.
+    case resetLimit(LimitUsageKey)
 }
 
 /// The replicated engine's direct requests: those waiting for their namespace to be loaded, and

@@ -129,11 +129,15 @@ final class FakeLog {
     /// A direct request (REST, rules, stream) on node `index`: its ticket (a replicated node always
     /// answers through one; the outcome may already be in `outcome(_:on:)`).
     func submit(to index: Int, _ request: (Engine, Int64) -> DirectAnswer) -> DirectTicket {
-        let node = nodes[index]
-        let answer = request(node.engine, clock.now)
-        collect(node)
-        guard case .later(let ticket) = answer else { preconditionFailure("a replicated node answered at once") }
+        guard case .later(let ticket) = call(index, request) else { preconditionFailure("a replicated node answered at once") }
         return ticket
+    }
+
+    /// Any call on node `index`'s engine (an operator's action, say); what it produced is collected.
+    func call<T>(_ index: Int, _ body: (Engine, Int64) -> T) -> T {
+        let result = body(nodes[index].engine, clock.now)
+        collect(nodes[index])
+        return result
     }
 
     func outcome(_ ticket: DirectTicket, on index: Int) -> DirectOutcome? { nodes[index].outcomes[ticket] }

@@ -197,6 +197,27 @@ import Testing
         for node in log.nodes { #expect(node.engine.limitUsage(key)?.count == 2) }
     }
 
+    @Test func anOperatorsLimitResetOnOneNodeHoldsOnEveryNode() throws {
+        let log = FakeLog(nodes: 3, policy: LimitsTests.rules)
+        for node in log.nodes { node.engine.setLimits(try LimitsTests.limits(limit: 2)) }
+        let clients = (0..<3).map { log.connect(to: $0) }
+        log.settle()
+        for client in clients { log.signIn(client, as: "alice") }
+        func refresh(_ r: Int, on node: Int) -> String {
+            log.request(r, "g", #"{"p":"/online-users","q":{}}"#, from: clients[node])
+            log.settle()
+            return ReplicatedEngineTests.reply(r, in: log.take(clients[node])) ?? "no reply"
+        }
+        #expect(refresh(1, on: 1).contains(#""s":"ok""#) && refresh(2, on: 2).contains(#""s":"ok""#))
+        #expect(refresh(3, on: 0).contains(#""s":"rate_limited""#))
+        let key = LimitUsageKey(namespace: "test", limit: "refreshOnlineUsers", uid: "alice")
+        #expect(log.call(0) { $0.resetLimitUsage(key, now: $1) })
+        log.settle()
+        for node in log.nodes { #expect(node.engine.limitUsage(key) == nil) }
+        #expect(refresh(4, on: 2).contains(#""s":"ok""#) && refresh(5, on: 1).contains(#""s":"ok""#))
+        #expect(refresh(6, on: 0).contains(#""s":"rate_limited""#))
+    }
+
     @Test func aStreamOnANodeWithNoClientOfTheNamespaceOpensOnceCaughtUpAndGetsPushes() {
         let (log, writer) = Self.twoNodesWhereNodeZeroWrote("s")
         let stream = ConnectionID(900)
