@@ -108,9 +108,10 @@ extension Engine {
             if let refusal = propose(.setRules(document: document), writes: [], in: ns, identity: nil, label: "rules") {
                 finishDirect(ticket, namespace: name, request, .rules(.failure(refusal)), now: now)
             }
-        case let .stream(id, path, credentials, query):
+        case let .stream(id, path, _, query):
             guard let connection = connections[id] else { return } // the client left meanwhile
-            let result = limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true)
+            // The connection's credentials: its token may have expired while it waited.
+            let result = limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: query, filtered: true)
             if awaitsLog { return }
             if case .success(let value) = result { attachStream(connection, path: path, query: query, value: value, in: ns) }
             finishDirect(ticket, namespace: name, request, .stream(result.map { _ in () }), now: now)
