@@ -199,6 +199,9 @@ final class ClusterLink {
             do {
                 try engine.apply(entry, namespace: member.name, now: now)
             } catch {
+                // Released by this very batch (a REST request answered, nothing else holds the
+                // namespace): its `unfollow` comes with this step.
+                if case .notFollowed = error { break }
                 failFollowing(member, "revision \(entry.rev): \(error)")
                 break
             }
