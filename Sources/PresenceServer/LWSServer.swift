@@ -125,6 +125,9 @@ public final class LWSServer: @unchecked Sendable {
         runtime.onTurnEnd { [unowned self] in endOfTurn() }
         if let cluster {
             cluster.runSteps = { [unowned self] in steps.run() }
+            let address = "\(configuration.host):\(boundPort)"
+            cluster.directory.status = { [unowned operators] in operators.nodeStatus(address: address) }
+            cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
             cluster.start()
         }
         liveness.start()
