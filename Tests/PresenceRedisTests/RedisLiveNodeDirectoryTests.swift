@@ -11,10 +11,10 @@ import Testing
                                                    keepKicksMilliseconds: 60_000, completion: $0) }
         #expect(first.nodes.map(\.id) == ["a#1"] && first.nodes[0].info == Array("{\"x\":1}".utf8))
         #expect(first.nodes[0].lastBeat == first.redisTime)
-        // A kick sent before b's first beat is not b's business (b starts at the newest).
-        _ = try fixture.loop.call { a.kick(session: "old", reason: "r", completion: $0) }
+        // A kick sent before b's first beat still reaches b (the last minute of kicks).
+        _ = try fixture.loop.call { a.kick(session: "early", reason: "r", completion: $0) }
         let bFirst = try fixture.loop.call { b.beat(info: [], forgetAfterMilliseconds: 60_000, keepKicksMilliseconds: 60_000, completion: $0) }
-        #expect(bFirst.kicks.isEmpty)
+        #expect(bFirst.kicks.map(\.session) == ["early"])
         #expect(Set(bFirst.nodes.map(\.id)) == ["a#1", "b#1"])
         _ = try fixture.loop.call { a.kick(session: "S1", reason: "spam", completion: $0) }
         let bSecond = try fixture.loop.call { b.beat(info: [], forgetAfterMilliseconds: 60_000, keepKicksMilliseconds: 60_000, completion: $0) }

@@ -10,8 +10,10 @@ public final class NodeDirectory {
     public let beatsKey: String
     public let infoKey: String
     public let kicksKey: String
-    /// The newest kick this node has seen ('' until the first beat).
-    public private(set) var lastKickID = ""
+    /// The newest kick this node has seen. It starts at the beginning of the stream (the last
+    /// minute of kicks): a kick sent while this node's first beat is in flight must still reach it,
+    /// and older kicks name sessions that cannot be here (session ids are random per connection).
+    public private(set) var lastKickID = "0-0"
 
     public init(connection: RedisConnection, nodeID: String, prefix: String = "presence") {
         self.connection = connection
@@ -49,7 +51,7 @@ public final class NodeDirectory {
         connection.run(RedisScripts.nodes, keys: [beatsKey, infoKey, kicksKey],
                        arguments: [nodeID, info, lastKickID, max(1, forgetAfterMilliseconds), max(1, keepKicksMilliseconds)],
                        parse: Self.parseBeat) { [weak self] result in
-            if case .success(let (beat, last)) = result { self?.lastKickID = last }
+            if case .success(let (_, last)) = result { self?.lastKickID = last }
             completion(result.map(\.0))
         }
     }

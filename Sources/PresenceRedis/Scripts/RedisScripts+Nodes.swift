@@ -3,8 +3,7 @@ extension RedisScripts {
     /// lease: liveness stays per namespace (BEAT). One call a beat also brings the operators'
     /// kicks (`/.admin/connections/<s>/close` for a connection on another node).
     /// KEYS: beats (zset: node id -> last beat, Redis ms), info (hash: node id -> opaque info),
-    /// kicks (stream). ARGV: node id, info, last kick id seen ('' on the first beat: start at the
-    /// newest), forget after ms (a node with no beat for this long leaves the list), kick keep ms.
+    /// kicks (stream). ARGV: node id, info, last kick id seen ('' starts at the newest), forget after ms (a node with no beat for this long leaves the list), kick keep ms.
     /// -> {'OK', redis ms, last kick id, {id, beat, info, ...}, {kick entries as XRANGE gives them}}
     public static let nodes = RedisScript(name: "nodes", source: prelude + #"""
     local now = now_ms()

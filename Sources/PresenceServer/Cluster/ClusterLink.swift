@@ -75,6 +75,7 @@ final class ClusterLink {
         let timer = runtime.makeTimer { [unowned self] in beatAll() }
         beatTimer = timer
         timer.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
+        beatDirectory() // in the node list at once, not after a beat period
         deferredTimer = runtime.makeTimer { [unowned self] in
             let jobs = deferred
             deferred = []
