@@ -13,6 +13,7 @@ import websocket
 
 from conftest import SERVER
 from test_cluster import REDIS, cluster, online, redis, watch, wait_presence  # noqa: F401 - fixtures
+from test_dashboard import OUTPUT, browser, open_dashboard, severe_console_errors  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (scripts/install-deps.sh)")
 OWNER = {"Authorization": "Bearer owner"}
@@ -132,3 +133,42 @@ def test_a_kick_sent_to_one_node_closes_the_connection_on_another(cluster):
                          text=True, timeout=20)
     assert out.returncode == 0 and "forwarded" in out.stdout, out
     assert close_code(bob, timeout=10) == 4002
+
+
+
+def test_the_dashboard_shows_the_nodes_and_the_node_of_each_connection(browser, cluster):
+    a, b, c = cluster
+    alice = b.client()
+    online(alice, "alice")
+    open_dashboard(browser, b)
+
+    def node_rows():
+        found = {}
+        for tr in browser.find_elements("css selector", "#node-rows tr[data-node]"):
+            found[tr.find_element("css selector", "td.node").text.split(" ")[0]] = {
+                cls: tr.find_element("css selector", "td." + cls).text for cls in ("address", "conns", "lag", "beat")}
+        return found if set(found) == {"a", "b", "c"} else None
+    rows = dashboard_wait(node_rows, "the three nodes on the dashboard")
+    assert browser.find_element("id", "nodes-panel").is_displayed()
+    assert rows["b"]["address"] == f"{b.host}:{b.port}" and rows["b"]["conns"] == "1" and rows["b"]["lag"].isdigit()
+    assert "(this node)" in browser.find_element("css selector", "#node-rows tr.self td.node").text
+    row = dashboard_wait(lambda: browser.find_elements("css selector", f'#rows tr[data-session="{alice.session}"]'),
+                         "alice's connection")[0]
+    node = row.find_element("css selector", "td.node")
+    assert node.text == "b" and node.get_attribute("title").startswith("b#")
+    os.makedirs(OUTPUT, exist_ok=True)
+    browser.save_screenshot(os.path.join(OUTPUT, "dashboard-cluster.png"))
+    assert not severe_console_errors(browser)
+
+
+def dashboard_wait(predicate, what):
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        try:
+            found = predicate()
+            if found:
+                return found
+        except Exception:  # noqa: BLE001 - a row replaced between lookups
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

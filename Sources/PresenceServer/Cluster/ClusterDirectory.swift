@@ -74,7 +74,7 @@ extension ClusterLink {
 
     /// The node list as `/.admin/nodes` shows it.
     func nodesJSON(now: Int64) -> JSON {
-        let rows: [JSON] = directory.list.map { entry in
+        let rows: [JSON] = directory.list.sorted { $0.id < $1.id }.map { entry in
             let age = directory.age(of: entry, now: now)
             var fields: [(String, JSON)] = [("id", .string(entry.id)), ("self", .bool(entry.id == settings.nodeID))]
             if case .object(let info)? = try? JSONParser.parse(bytes: entry.info) { fields += info }
