@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import PresenceCore
 import PresenceRedis
 import PresenceWire
@@ -7,6 +10,15 @@ import PresenceWire
 extension OperatorAPI {
     /// The node id connections on this node show (`name#incarnation`), nil on a single node.
     var nodeID: String? { cluster?.settings.nodeID }
+
+    /// The address operators reach this node at: the listening host and port, or this host's
+    /// name when it listens on every interface.
+    static func advertisedAddress(host: String, port: Int) -> String {
+        guard ["0.0.0.0", "::", "[::]", ""].contains(host) else { return "\(host):\(port)" }
+        var name = [CChar](repeating: 0, count: 256)
+        guard gethostname(&name, name.count - 1) == 0 else { return "\(host):\(port)" }
+        return "\(String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)):\(port)"
+    }
 
     /// What this node writes into the cluster's node list at each beat.
     func nodeStatus(address: String) -> JSON {
