@@ -63,8 +63,8 @@ run_one() {
     done
     for port in "${ports[@]}"; do wait_port "$port"; done
     sleep 1
-    local rss0=0
-    for pid in "${node_pids[@]}"; do rss0=$((rss0 + $(rss_kb "$pid"))); done
+    local rss0=()
+    for pid in "${node_pids[@]}"; do rss0+=("$(rss_kb "$pid")"); done
     local watcher_args=()
     if [ "$n" -gt 1 ]; then
         for port in "${ports[@]:1}"; do watcher_args+=(--watcher-url "ws://127.0.0.1:$port"); done
@@ -85,18 +85,23 @@ run_one() {
     for pid in "${node_pids[@]}"; do node0+=("$(cpu_ticks "$pid")"); done
     redis0=$(cpu_ticks "$redis_pid")
     sleep "$DURATION"
-    local t1 node1=() redis1 rss1=0
+    local t1 node1=() redis1 rss1=()
     t1=$(date +%s.%N)
     for pid in "${node_pids[@]}"; do node1+=("$(cpu_ticks "$pid")"); done
     redis1=$(cpu_ticks "$redis_pid")
     redis-cli -p "$redis_port" INFO commandstats >"$WORK/commandstats.txt"
-    for pid in "${node_pids[@]}"; do rss1=$((rss1 + $(rss_kb "$pid"))); done
+    for pid in "${node_pids[@]}"; do rss1+=("$(rss_kb "$pid")"); done
     wait "$fanout" || echo "fanout exited with $? (see the result's failures)" >&2
-    python3 - "$n" "$WORK" "$t0" "$t1" "$redis0" "$redis1" "$rss0" "$rss1" "$((USERS + WATCHERS))" "$(getconf CLK_TCK)" \
+    python3 - "$n" "$WORK" "$t0" "$t1" "$redis0" "$redis1" "${rss0[*]}" "${rss1[*]}" "$USERS" "$WATCHERS" "$(getconf CLK_TCK)" \
         "${node0[*]}" "${node1[*]}" >>"$OUT" <<'PY'
 import json, re, sys
-n, work, t0, t1, r0, r1, rss0, rss1, conns, hz, n0, n1 = sys.argv[1:13]
-n, conns, hz = int(n), int(conns), int(hz)
+n, work, t0, t1, r0, r1, rss0, rss1, users, watchers, hz, n0, n1 = sys.argv[1:14]
+n, users, watchers, hz = int(n), int(users), int(watchers), int(hz)
+# Writers on node 1; watchers on nodes 2..n in turn (on node 1 when it is alone).
+held = [users] + [0] * (n - 1)
+for i in range(watchers):
+    held[0 if n == 1 else 1 + i % (n - 1)] += 1
+growth = [int(b) - int(a) for a, b in zip(rss0.split(), rss1.split())]
 seconds = float(t1) - float(t0)
 fan = json.loads(open(f"{work}/fanout.json").read().strip().splitlines()[-1])
 writes = fan["acks_per_s_in_window"] * seconds
@@ -115,11 +120,15 @@ print(json.dumps({
     "node_cpu_us_per_write_all_nodes": per(sum(node_us), writes),
     "node_cpu_us_per_push_all_nodes": per(sum(node_us), pushes),
     "redis_cpu_us_per_write": per(redis_us, writes),
+    # commandstats counts the commands a script runs too (SEQ: TIME, HMGET, HGET, HINCRBY, XADD)
     "redis_commands_per_write": per(sum(stats.values()), writes),
     "evalsha_per_write": per(stats.get("evalsha", 0), writes), "xread_per_write": per(stats.get("xread", 0), writes),
     "ack_p50_us": fan["ack_latency"].get("p50_us"), "ack_p99_us": fan["ack_latency"].get("p99_us"),
     "watcher_p50_us": fan["latency"].get("p50_us"), "watcher_p99_us": fan["latency"].get("p99_us"),
-    "rss_kb_per_connection": per(int(rss1) - int(rss0), conns),
+    "connections_per_node": held, "rss_growth_kb_per_node": growth,
+    "rss_kb_per_connection_per_node": [per(g, c) for g, c in zip(growth, held)],
+    "rss_kb_per_connection_all_nodes": per(sum(growth), users + watchers),
+    "redis_calls_by_command": stats,
     "final_state_ok": fan.get("final_state_ok", fan.get("ok")), "failures": fan.get("failures"),
 }))
 PY
@@ -132,13 +141,13 @@ for n in $NODES; do
     run_one "$n"
     tail -1 "$OUT"
 done
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$NODES" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-print("\n| nodes | writes | node CPU µs/write (each node) | node CPU µs/push (all) | Redis CPU µs/write | Redis cmds/write (EVALSHA, XREAD) | write→ack p50/p99 µs | write→watcher p50/p99 µs | RSS KB/conn |")
+print("\n| nodes | writes | node CPU µs/write (each node) | node CPU µs/push (all nodes) | Redis CPU µs/write | Redis cmds/write, in scripts too (EVALSHA, XREAD) | write→ack p50/p99 µs | write→watcher p50/p99 µs | RSS KB/conn (each node) |")
 print("|---|---|---|---|---|---|---|---|---|")
-for r in rows[-3:]:
+for r in rows[-len(sys.argv[2].split()):]:
     print(f"| {r['nodes']} | {r['writes']} | {' / '.join(str(v) for v in r['node_cpu_us_per_write'])} | {r['node_cpu_us_per_push_all_nodes']} | "
           f"{r['redis_cpu_us_per_write']} | {r['redis_commands_per_write']} ({r['evalsha_per_write']}, {r['xread_per_write']}) | "
-          f"{r['ack_p50_us']} / {r['ack_p99_us']} | {r['watcher_p50_us']} / {r['watcher_p99_us']} | {r['rss_kb_per_connection']} |")
+          f"{r['ack_p50_us']} / {r['ack_p99_us']} | {r['watcher_p50_us']} / {r['watcher_p99_us']} | {' / '.join(str(v) for v in r['rss_kb_per_connection_per_node'])} |")
 PY
