@@ -264,11 +264,16 @@ def test_nginx_accepts_the_example(tmp_path):
                    cwd=tmp_path, check=True, capture_output=True, timeout=10)
     site = re.sub(r"(?m)^(\s*ssl_certificate)\s+\S+;", rf"\1 {tmp_path}/cert.pem;", read("nginx.conf"))
     site = re.sub(r"(?m)^(\s*ssl_certificate_key)\s+\S+;", rf"\1 {tmp_path}/key.pem;", site)
-    (tmp_path / "presence.conf").write_text(site)
+    nginx_test(nginx, tmp_path, site)
+
+
+def nginx_test(nginx, tmp_path, site):
+    """nginx -t on `site` inside a minimal main configuration whose paths all stay in tmp_path."""
+    (tmp_path / "site.conf").write_text(site)
     temp = "\n".join(f"  {kind}_temp_path {tmp_path}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     (tmp_path / "nginx.conf").write_text(
         f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
-        f"http {{\n  access_log {tmp_path}/access.log;\n{temp}\n  include {tmp_path}/presence.conf;\n}}\n")
+        f"http {{\n  access_log {tmp_path}/access.log;\n{temp}\n  include {tmp_path}/site.conf;\n}}\n")
     result = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "error.log")],
                             capture_output=True, text=True, timeout=10)
     assert result.returncode == 0, result.stderr
@@ -280,14 +285,7 @@ def test_nginx_accepts_the_cluster_balancer(tmp_path):
         pytest.skip("nginx is not installed (apt-get install nginx-light to check deploy/nginx-cluster.conf)")
     # compose's service names do not resolve here: the same file on loopback ports.
     site = re.sub(r"server\s+node\d:", "server 127.0.0.1:", read("nginx-cluster.conf"))
-    (tmp_path / "cluster.conf").write_text(site)
-    temp = "\n".join(f"  {kind}_temp_path {tmp_path}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    (tmp_path / "nginx.conf").write_text(
-        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
-        f"http {{\n  access_log {tmp_path}/access.log;\n{temp}\n  include {tmp_path}/cluster.conf;\n}}\n")
-    result = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "error.log")],
-                            capture_output=True, text=True, timeout=10)
-    assert result.returncode == 0, result.stderr
+    nginx_test(nginx, tmp_path, site)
 
 
 def test_nginx_cluster_balancer_upgrades_websockets_and_keeps_the_host():
