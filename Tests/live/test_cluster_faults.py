@@ -141,8 +141,7 @@ def test_a_node_partitioned_from_redis_fences_before_the_others_declare_it_dead(
         assert code == 1001, code
         last_beat = int(redis_cli(redis, "HGET", "presence:{demo}:nodes", a_id)[0])
         # Fencing: a closed its clients before its lease could run out in Redis.
-        assert closed * 1000 < last_beat + lease, (closed, last_beat, lease)
-        assert closed - paused < 4.5
+        assert closed * 1000 < last_beat + lease, (closed, last_beat, lease, paused)
         # zed's write was never acknowledged: an error, or the connection closed by the fence.
         try:
             reply = zed.wait_for(lambda m: m.get("t") == "d" and "s" in m.get("d", {}).get("b", {}), timeout=10)
