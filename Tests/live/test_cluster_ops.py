@@ -172,3 +172,21 @@ def dashboard_wait(predicate, what):
             pass
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_single_node_lists_itself_and_a_kick_of_an_unknown_session_is_not_found():
+    from conftest import Server
+    node = Server("--rules", "open")
+    try:
+        client = node.client()
+        view = nodes_of(node)
+        assert view["cluster"] is False and len(view["nodes"]) == 1 and view["nodes"][0]["connections"] == 1
+        listing = requests.get(base(node) + "/.admin/connections", headers=OWNER, timeout=10).json()
+        assert listing["node"] is None and listing["connections"][0]["node"] is None
+        assert requests.post(base(node) + "/.admin/connections/nosuchsession/close", headers=OWNER, timeout=10).status_code == 404
+        out = subprocess.run([CLIENT, "admin", "nodes", "--server", f"ws://{node.host}:{node.port}"], capture_output=True, text=True,
+                             timeout=20)
+        assert out.returncode == 0 and "single node" in out.stdout, out
+        client.close()
+    finally:
+        node.stop()
