@@ -131,6 +131,9 @@ public final class LWSServer: @unchecked Sendable {
         runtime.onTurnEnd { [unowned self] in endOfTurn() }
         if let cluster {
             cluster.runSteps = { [unowned self] in steps.run() }
+            let address = OperatorAPI.advertisedAddress(host: configuration.host, port: boundPort)
+            cluster.directory.status = { [unowned operators] in operators.nodeStatus(address: address) }
+            cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
             cluster.start()
         }
         liveness.start()

@@ -150,9 +150,16 @@ struct FanoutCommand: ParsableCommand {
 
     @OptionGroup var server: ServerOptions
     @OptionGroup var shape: FanoutShapeOptions
+    @Option(help: "Watchers connect here instead of --url, in turn (repeat it: a cluster's other nodes, for write-to-remote-watcher latency).")
+    var watcherURL: [String] = []
 
     func run() throws {
         let endpoint = try server.endpoint()
+        let watcherEndpoints = try watcherURL.map { url in
+            var other = server
+            other.url = url
+            return try other.endpoint()
+        }
         let load = shape.makeLoad()
         let rtdb = RTDBFanout(load: load)
         let client = try server.fanoutClient(shape.transport, subprotocol: nil) { client, event in
@@ -168,7 +175,7 @@ struct FanoutCommand: ParsableCommand {
         let m = runFanoutPhases(
             client: client, load: load, serverPid: server.serverPid, readyName: "auths+listens",
             timeout: shape.timeout, warmup: shape.warmup, duration: shape.duration, settle: shape.settle, lastSeenIsWriters: false,
-            connectAll: { load.connectAll(client, to: endpoint, sources: sources) })
+            connectAll: { load.connectAll(client, to: endpoint, watcherURLs: watcherEndpoints, sources: sources) })
         printResult(FanoutMeasurement.headerFields(scenario: "fanout", url: endpoint, load: load, transport: shape.transport, m: m)
             + m.stateFields + m.finalStateFields)
         if !m.ok { throw ExitCode(2) }

@@ -123,9 +123,14 @@ final class FanoutLoad: @unchecked Sendable {
     @inline(__always) func slot(_ w: Int, _ u: Int) -> Int? { pattern.slot(w, u) }
 
     /// Opens every writer connection, then every watcher's (on the transport's thread).
-    func connectAll(_ client: any FanoutClient, to url: WebSocketURL, sources: [String?]) {
+    /// Writers connect to `url`; watchers to `watcherURLs` in turn (a cluster's other nodes), or
+    /// to `url` too when there are none.
+    func connectAll(_ client: any FanoutClient, to url: WebSocketURL, watcherURLs: [WebSocketURL] = [], sources: [String?]) {
         for i in 0..<users { roles[client.connect(to: url, sourceAddress: sources[i])] = .writer(i) }
-        for i in 0..<watchers { roles[client.connect(to: url, sourceAddress: sources[users + i])] = .watcher(i) }
+        for i in 0..<watchers {
+            let target = watcherURLs.isEmpty ? url : watcherURLs[i % watcherURLs.count]
+            roles[client.connect(to: target, sourceAddress: sources[users + i])] = .watcher(i)
+        }
     }
 
     func connectFailed(reason: String) {
