@@ -82,7 +82,13 @@ public final class LWSServer: @unchecked Sendable {
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime, cluster: cluster)
-        let throttle = InboundThrottle(table: table, logger: logger, metrics: metrics, runtime: runtime)
+        let storageLink = self.storage, outboundPath = outbox
+        let throttle = InboundThrottle(
+            table: table, logger: logger, metrics: metrics, runtime: runtime,
+            pushback: WriterPushback(maxPendingWrites: configuration.pushbackPendingWrites, maxQueuedBytes: configuration.pushbackQueuedBytes),
+            backlog: { [unowned storageLink, unowned outboundPath] in
+                WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
+            })
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
                                        outbox: outbox, steps: steps, throttle: throttle)
         self.webSocket = webSocket
@@ -125,6 +131,9 @@ public final class LWSServer: @unchecked Sendable {
         runtime.onTurnEnd { [unowned self] in endOfTurn() }
         if let cluster {
             cluster.runSteps = { [unowned self] in steps.run() }
+            let address = OperatorAPI.advertisedAddress(host: configuration.host, port: boundPort)
+            cluster.directory.status = { [unowned operators] in operators.nodeStatus(address: address) }
+            cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
             cluster.start()
         }
         liveness.start()
@@ -153,6 +162,7 @@ public final class LWSServer: @unchecked Sendable {
     private func durable(upTo sequence: UInt64) {
         outbox.durable(upTo: sequence)
         responder.durable(upTo: sequence)
+        webSocket.throttle.backlogChanged()
     }
 
     /// The end of each turn of the loop: the turn's frames go out, one send per connection; slow
@@ -167,7 +177,9 @@ public final class LWSServer: @unchecked Sendable {
             wake = wake || outbox.needsLWSWake
         }
         storage.handOver()
-        // lws arms timeouts set outside its callbacks (a slow reader's drop) only when woken.
+        if webSocket.throttle.backlogChanged() { wake = true }
+        // lws arms timeouts set outside its callbacks (a slow reader's drop), and reads what it
+        // buffered for connections read again, only when woken.
         if wake { runtime.wake() }
     }
 

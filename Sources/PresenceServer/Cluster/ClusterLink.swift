@@ -36,6 +36,8 @@ final class ClusterLink {
     let metrics = ClusterMetrics()
     /// `--cluster-state`: the history of each namespace served, checked before CREATE.
     let history: ClusterHistory?
+    /// The operators' node list and forwarded kicks (ClusterDirectory.swift).
+    let directory: ClusterDirectory
     /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up.
     var isReady: Bool { isConnected && !fenced && preloading.isEmpty }
     var isConnected: Bool { connectedSince != nil }
@@ -64,12 +66,13 @@ final class ClusterLink {
                                                         clientName: name + " tail"))
         tail = RedisLogTail(connection: tailConnection)
         history = settings.clusterStatePath.flatMap { try? ClusterHistory(path: $0) } // read once already by the settings
+        directory = ClusterDirectory(connection: commands, nodeID: settings.nodeID)
     }
 
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
     func start() {
         for script in [RedisScripts.create, RedisScripts.sequence, RedisScripts.join, RedisScripts.beat, RedisScripts.leave,
-                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover,
+                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave,
                        RedisScripts.snapshotBegin, RedisScripts.snapshotChunks, RedisScripts.snapshotDone] {
             commands.register(script)
         }
@@ -80,6 +83,7 @@ final class ClusterLink {
         let timer = runtime.makeTimer { [unowned self] in beatAll() }
         beatTimer = timer
         timer.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
+        beatDirectory() // in the node list at once, not after a beat period
         deferredTimer = runtime.makeTimer { [unowned self] in
             let jobs = deferred
             deferred = []
@@ -238,6 +242,9 @@ final class ClusterLink {
             do {
                 try engine.apply(entry, namespace: member.name, now: now)
             } catch {
+                // Released by this very batch (a REST request answered, nothing else holds the
+                // namespace): its `unfollow` comes with this step.
+                if case .notFollowed = error { break }
                 failFollowing(member, "revision \(entry.rev): \(error)")
                 break
             }

@@ -12,12 +12,18 @@ final class ClusterMetrics {
     private let reconnects = CoreMetrics.Counter(label: "presence_cluster_redis_connects_total")
     private let snapshotsWrittenCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_written_total")
     private let snapshotsLoadedCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_loaded_total")
+    /// SEQ and node-list beats, sent to answered (a histogram: `_bucket`, `_sum`, `_count`).
+    private let redisRoundTrip = CoreMetrics.Timer(label: "presence_cluster_redis_round_trip_seconds")
     private var exportedFailures = 0
     private var exportedConnects = 0
     /// Snapshots this node published, and loaded to start following a namespace.
     var snapshotsWritten = 0
     var snapshotsLoaded = 0
     private var exportedSnapshots = (written: 0, loaded: 0)
+
+    func roundTrip(since sent: UInt64) {
+        redisRoundTrip.recordNanoseconds(Int64(clamping: MonotonicClock.nanoseconds() &- sent))
+    }
 
     /// Records the link's state now (called when `/metrics` is scraped).
     func record(_ link: ClusterLink) {
