@@ -26,7 +26,23 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: seconds to connect to Redis and for each command.")
     var redisTimeout = 2.0
 
-    static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout"]
+    @Option(help: "--storage redis: seconds between snapshots of a namespace's replica (one node writes each; the log is trimmed behind it).")
+    var snapshotEvery = 60.0
+
+    @Option(help: "--storage redis: also write a snapshot after this many new revisions, if sooner.")
+    var snapshotEntries = 100_000
+
+    @Option(help: "--storage redis: seconds of log kept behind a snapshot, so that a node restarting (or lagging) within that catches up from the log; at least 120 in production.")
+    var logKeep = 120.0
+
+    @Option(help: "--storage redis: namespaces (comma-separated) to load at start, from the newest snapshot and the log after it; /readyz answers 503 until each has caught up. Others load when a client first names them.")
+    var preload = ""
+
+    @Option(help: "--storage redis: a file where this node remembers the history (log epoch) of every namespace it served; a node that finds Redis without that history (Redis lost its data) refuses to serve the namespace instead of starting it empty. Recommended in production.")
+    var clusterState: String?
+
+    static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout",
+                            "snapshot-every", "snapshot-entries", "log-keep", "preload", "cluster-state"]
 
     /// The node's name when `--node-id` is not given: this host and the port asked for (the process
     /// id when the port is picked by the system).
@@ -40,11 +56,17 @@ struct ClusterOptions: ParsableArguments {
     func settings(port: Int, disconnectGrace: Double) throws(ClusterSettings.Invalid) -> ClusterSettings {
         try ClusterSettings(redis: redis, nodeName: nodeName(port: port), leaseSeconds: nodeLease, fenceAfterSeconds: fenceAfter,
                             beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout,
-                            graceMilliseconds: Int64((disconnectGrace * 1000).rounded()))
+                            graceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
+                            snapshotEverySeconds: snapshotEvery, snapshotEntries: snapshotEntries, logKeepSeconds: logKeep,
+                            preload: preload.split(separator: ",").map(String.init).filter { !$0.isEmpty },
+                            clusterStatePath: clusterState)
     }
 
     func effectiveConfiguration() -> [(String, JSON)] {
         [("redis", .string(redis)), ("node-id", nodeID.map { .string($0) } ?? .null), ("node-lease", .number(nodeLease)),
-         ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout))]
+         ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout)),
+         ("snapshot-every", .number(snapshotEvery)), ("snapshot-entries", .number(Double(snapshotEntries))),
+         ("log-keep", .number(logKeep)), ("preload", .string(preload)),
+         ("cluster-state", clusterState.map { .string($0) } ?? .null)]
     }
 }

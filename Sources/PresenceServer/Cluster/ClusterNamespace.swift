@@ -40,6 +40,8 @@ final class ClusterNamespace {
     var gaps = 0
     /// The log's head as the last successful beat returned it (for the lag metric).
     var lastHeadRev: UInt64 = 0
+    /// Snapshots of this namespace: the newest known, when to write the next, what to trim.
+    let snapshots = SnapshotSchedule()
 
     var name: String { keys.namespace }
     var epoch: String? { lease?.epoch }
