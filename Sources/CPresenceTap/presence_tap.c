@@ -38,6 +38,9 @@ typedef struct {
     uint64_t length;       // payload bytes left (or the extended length being read)
     uint8_t *tail;
     size_t tail_length;
+    uint32_t head_bytes;   // HTTP_HEAD: bytes of the first head read so far
+    uint8_t head_too_big;  // HTTP_HEAD: it passed PRESENCE_TAP_MAX_HEAD_BYTES before its end
+    uint8_t head_answered; // the 431 was sent
 } tap_t;
 
 static presence_tap_handler handler;
@@ -172,8 +175,12 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
 /// same read (frames a client sent without waiting for the 101).
 static void follow_head(tap_t *t, const uint8_t *p, size_t n) {
     static const uint8_t end[4] = {'\r', '\n', '\r', '\n'};
-    if (t->head_ended) return;
+    if (t->head_ended || t->head_too_big) return;
     for (size_t i = 0; i < n; i++) {
+        if (++t->head_bytes > PRESENCE_TAP_MAX_HEAD_BYTES) {
+            t->head_too_big = 1;
+            return;
+        }
         t->matched = p[i] == end[t->matched] ? t->matched + 1 : (p[i] == '\r' ? 1 : 0);
         if (t->matched == 4) {
             t->head_ended = 1;
@@ -255,6 +262,28 @@ static void report(int fd) {
     }
 }
 
+int presence_tap_head_too_big(int fd) {
+    tap_t *t = tap_for(fd);
+    return t && t->head_too_big;
+}
+
+/// A plain (not TLS) connection whose first head passed the cap: answer 431 ourselves, since lws
+/// 4.1.6 would drop it without a word when the head outgrows its header table. The answer goes
+/// straight to the socket (a few hundred bytes into an empty send buffer), followed by a FIN; lws
+/// is then told the peer closed (the caller returns 0), so it never parses the head and closes.
+static void answer_head_too_big(int fd, tap_t *t) {
+    static const char answer[] =
+        "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        "Content-Type: application/json\r\n"
+        "Connection: close\r\n"
+        "Content-Length: 116\r\n"
+        "\r\n"
+        "{\"error\": \"the request's head (request line and headers) is over 4096 bytes, the most this server reads; send less\"}";
+    t->head_answered = 1;
+    (void)send(fd, answer, sizeof(answer) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd, SHUT_WR);
+}
+
 typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 typedef int (*ssl_read_fn)(void *, void *, int);
 typedef int (*ssl_get_fd_fn)(const void *);
@@ -264,7 +293,13 @@ ssize_t recv(int fd, void *buffer, size_t length, int flags) {
     if (!real) real = (recv_fn)dlsym(RTLD_NEXT, "recv");
     ssize_t n = real(fd, buffer, length, flags);
     if (n > 0 && !(flags & MSG_PEEK) && tap_for(fd) && taps[fd].mode != UNWATCHED) {
+        tap_t *t = &taps[fd];
+        if (t->head_answered) return 0;
         presence_tap_feed(fd, buffer, (size_t)n);
+        if (t->mode == HTTP_HEAD && t->head_too_big) {
+            answer_head_too_big(fd, t);
+            return 0;
+        }
         report(fd);
     }
     return n;

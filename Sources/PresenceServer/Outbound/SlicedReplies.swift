@@ -1,0 +1,170 @@
+import PresenceCore
+import PresenceLoop
+import PresenceWire
+
+/// Big reads answered in slices (issue 16: a 6 MB `g` held the loop, and so every other client,
+/// for 0.2 s). The engine answers such a read with a `DeferredRead` (`EngineLimits.sliceReadsOver`);
+/// here it is computed, serialized and cut into frames a slice at a time: each turn of the loop
+/// spends at most `sliceNanoseconds` on all of them together, then lets the loop read and answer
+/// other clients before the next slice (a timer of 1 µs: libuv polls for I/O before it fires).
+///
+/// Order on the connection is kept: while a connection has a read in slices, what the outbound path
+/// would send it afterwards waits here behind it (`holds`, `hold`), and all of it is handed back to
+/// the outbound path, in order, when the read is done. A connection's reads run one after the other,
+/// so at most one answer per connection is being built (memory: the read budget per connection
+/// with a read in slices). The slices' loop time is charged to the connection's message budget, as
+/// the time of handling its messages is (`InboundThrottle`). Loop thread only.
+final class SlicedReplies {
+    /// What a connection is sent, in order: a read still in slices, or a message waiting behind one.
+    private enum Item {
+        case read(SlicedRead, number: Int, waitsFor: UInt64?)
+        case framing(Framing, number: Int, waitsFor: UInt64?)
+        case message(frames: [OutFrame], reply: Int?, waitsFor: UInt64?)
+    }
+
+    /// Loop time all slices of one turn may take together.
+    static let sliceNanoseconds: UInt64 = 1_000_000
+    /// Units of `SlicedRead` work (a child offered, a node written) between two looks at the clock.
+    static let workPerStep = 1_024
+
+    private var queues: [UInt64: [Item]] = [:]
+    /// Connections with a read in slices, in the order they are served (round robin).
+    private var turnOrder: [UInt64] = []
+    private var timer: LoopTimer!
+    /// Hands ready messages back to the outbound path (set by `Outbox`).
+    var release: ((UInt64, [OutFrame], Int?, UInt64?) -> Void)?
+    /// The refusal for a read found over the budget (the engine counts and logs it).
+    var refuse: ((UInt64, String) -> EngineError)?
+    /// Charges loop time spent on a connection's read to its message budget.
+    var charge: ((UInt64, UInt64) -> Void)?
+    /// Reads answered in slices, and slices run (for `/metrics` and tests).
+    private(set) var readsSliced = 0
+    private(set) var slicesRun = 0
+
+    init(runtime: LoopRuntime) {
+        timer = runtime.makeTimer { [unowned self] in runSlice() }
+    }
+
+    var isActive: Bool { !queues.isEmpty }
+
+    /// Whether messages for `id` must wait behind a read in slices.
+    func holds(_ id: UInt64) -> Bool { queues[id] != nil }
+
+    /// A deferred read's reply for connection `id`; `waitsFor` is the step's durability barrier.
+    func enqueue(_ read: DeferredRead, number: Int, waitsFor: UInt64?, for id: UInt64) {
+        readsSliced += 1
+        let item = Item.read(SlicedRead(read), number: number, waitsFor: waitsFor)
+        if queues[id] != nil {
+            queues[id]!.append(item)
+        } else {
+            queues[id] = [item]
+            turnOrder.append(id)
+        }
+        if !timer.isScheduled { timer.schedule(afterMicroseconds: 1) }
+    }
+
+    /// A message for `id` that must wait behind its read (`holds(id)` is true).
+    func hold(_ frames: [OutFrame], reply: Int?, waitsFor: UInt64?, for id: UInt64) {
+        queues[id]?.append(.message(frames: frames, reply: reply, waitsFor: waitsFor))
+    }
+
+    /// The connection went away: its reads and what waited behind them go nowhere.
+    func forget(_ id: UInt64) {
+        guard queues.removeValue(forKey: id) != nil else { return }
+        turnOrder.removeAll { $0 == id }
+    }
+
+    /// One turn's slices: the connections in turn, each a step at a time, until the turn's time is
+    /// spent or nothing is left.
+    private func runSlice() {
+        slicesRun += 1
+        let started = MonotonicClock.nanoseconds()
+        var position = 0
+        var elapsed: UInt64 = 0
+        while !turnOrder.isEmpty, elapsed < Self.sliceNanoseconds {
+            if position >= turnOrder.count { position = 0 }
+            let id = turnOrder[position]
+            let before = MonotonicClock.nanoseconds()
+            let finished = advance(id)
+            let now = MonotonicClock.nanoseconds()
+            charge?(id, now - before)
+            elapsed = now - started
+            if finished {
+                turnOrder.remove(at: position)
+            } else {
+                position += 1
+            }
+        }
+        // The next connection starts the next turn, so that one big read does not always go first.
+        if position > 0, position < turnOrder.count { turnOrder = Array(turnOrder[position...] + turnOrder[..<position]) }
+        if !turnOrder.isEmpty { timer.schedule(afterMicroseconds: 1) }
+    }
+
+    /// One step of `id`'s first read; releases what is ready. True when `id` holds nothing more.
+    private func advance(_ id: UInt64) -> Bool {
+        guard var items = queues.removeValue(forKey: id), !items.isEmpty else { return true }
+        switch items[0] {
+        case .read(var read, let number, let waitsFor):
+            items[0] = .message(frames: [], reply: nil, waitsFor: nil)  // keeps `read` unique while it works
+            if let outcome = read.step(work: Self.workPerStep) {
+                switch outcome {
+                case .success(let text):
+                    items[0] = .framing(Framing(OutboundEncoder.okReply(number: number, data: text)), number: number, waitsFor: waitsFor)
+                case .failure(let error):
+                    var refusal = error
+                    if case .tooBig(let message) = error, let refuse { refusal = refuse(id, message) }
+                    let text = OutboundEncoder.encode(.reply(number: number, result: .failure(refusal)))
+                    items[0] = .message(frames: OutFrame.frames(for: text) ?? [], reply: number, waitsFor: waitsFor)
+                }
+            } else {
+                items[0] = .read(read, number: number, waitsFor: waitsFor)
+            }
+        case .framing(var framing, let number, let waitsFor):
+            items[0] = .message(frames: [], reply: nil, waitsFor: nil)
+            if let frames = framing.step() {
+                items[0] = .message(frames: frames, reply: number, waitsFor: waitsFor)
+            } else {
+                items[0] = .framing(framing, number: number, waitsFor: waitsFor)
+            }
+        case .message:
+            break
+        }
+        // Everything ready at the front leaves, in order, up to the next read still in slices.
+        var ready = 0
+        while ready < items.count, case .message(let frames, let reply, let waitsFor) = items[ready] {
+            if !frames.isEmpty || reply != nil { release?(id, frames, reply, waitsFor) }
+            ready += 1
+        }
+        if ready == items.count { return true }
+        items.removeFirst(ready)
+        queues[id] = items
+        return false
+    }
+
+    /// An answer's bytes cut into frames a few at a time (`FrameSplitter`'s pieces, without
+    /// copying the whole answer more than once per step).
+    struct Framing {
+        let bytes: [UInt8]
+        private var start = 0
+        private var pieces: [OutFrame] = []
+        /// Frames made per step: 1 MiB of copying.
+        static let piecesPerStep = 64
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        /// The next pieces; the frames of the whole message once the last piece is cut.
+        mutating func step() -> [OutFrame]? {
+            if bytes.count <= FrameSplitter.maxFrameBytes { return [OutFrame(payload: bytes)] }
+            var made = 0
+            while start < bytes.count, made < Self.piecesPerStep {
+                let end = FrameSplitter.pieceEnd(in: bytes, from: start)
+                pieces.append(OutFrame(payload: Array(bytes[start..<end])))
+                start = end
+                made += 1
+            }
+            guard start == bytes.count else { return nil }
+            guard pieces.count <= FrameSplitter.maxPieces else { return [] }
+            return [OutFrame(payload: Array(String(pieces.count).utf8))] + pieces
+        }
+    }
+}
