@@ -90,10 +90,16 @@ public enum OutboundEncoder {
 
     /// The ok reply to request `number` whose `d` is `data` (JSON text), as UTF-8 bytes.
     public static func okReply(number: Int, data: [UInt8]) -> [UInt8] {
-        var bytes = Array("{\"t\":\"d\",\"d\":{\"r\":\(number),\"b\":{\"s\":\"ok\",\"d\":".utf8)
-        bytes.reserveCapacity(bytes.count + data.count + 4)
+        let (prefix, suffix) = okReplyEnvelope(number: number)
+        var bytes = prefix
+        bytes.reserveCapacity(bytes.count + data.count + suffix.count)
         bytes.append(contentsOf: data)
-        bytes.append(contentsOf: "}}}".utf8)
+        bytes.append(contentsOf: suffix)
         return bytes
+    }
+
+    /// What comes before and after the `d` of an ok reply to request `number`.
+    public static func okReplyEnvelope(number: Int) -> (prefix: [UInt8], suffix: [UInt8]) {
+        (Array("{\"t\":\"d\",\"d\":{\"r\":\(number),\"b\":{\"s\":\"ok\",\"d\":".utf8), Array("}}}".utf8))
     }
 }

@@ -42,8 +42,11 @@ public struct DeferredRead: Sendable, Equatable {
 /// 300,000 keys alone held the loop for about 0.1 s; JSON objects are unordered for every client).
 public struct SlicedRead {
     public let read: DeferredRead
-    /// The JSON so far (the answer's `d`).
+    /// `prefix`, then the JSON so far (the answer's `d`).
     public private(set) var text: [UInt8] = []
+    /// Bytes of `text` before the answer (its envelope), not counted against the budget.
+    private let prefixCount: Int
+    private let suffix: [UInt8]
     private var phase: Phase
     private var stack: [Frame] = []
     /// Units of work done in all (children offered, nodes written): tests check the slicing with it.
@@ -66,8 +69,13 @@ public struct SlicedRead {
         case unsorted([String: Node], Dictionary<String, Node>.Index, Priority?)
     }
 
-    public init(_ read: DeferredRead) {
+    /// The outcome is `prefix` + the answer's JSON + `suffix` (a reply's envelope around its `d`,
+    /// written in place so that the answer is never copied whole).
+    public init(_ read: DeferredRead, prefix: [UInt8] = [], suffix: [UInt8] = []) {
         self.read = read
+        text = prefix
+        prefixCount = prefix.count
+        self.suffix = suffix
         if read.filtered, read.spec.isFiltered, case .branch(let children, _) = read.value, !children.isEmpty {
             if let limit = read.spec.limit {
                 if limit.count > 0 {
@@ -141,15 +149,17 @@ public struct SlicedRead {
                     writeNext()
                     left -= 1
                     workDone += 1
-                    if text.count > read.budget { break }
+                    if text.count - prefixCount > read.budget { break }
                 }
-                if text.count > read.budget {
+                if text.count - prefixCount > read.budget {
                     phase = .done
                     text = []
                     return .failure(.tooBig(read.refusal))
                 }
                 if stack.isEmpty {
                     phase = .done
+                    text.append(contentsOf: suffix)
+                    defer { text = [] }
                     return .success(text)
                 }
             case .done:

@@ -8,6 +8,11 @@ import PresenceWire
 /// spends at most `sliceNanoseconds` on all of them together, then lets the loop read and answer
 /// other clients before the next slice (a timer of 1 µs: libuv polls for I/O before it fires).
 ///
+/// Slices take at most half of the loop's time: after a turn's slices the next wait as long as
+/// they took (`sliceNanoseconds` of work, then as long idle). A big read's wall time doubles, but
+/// the loop is idle half the time, so other clients' messages find it waiting for them rather than
+/// busy (on a shared machine, a busy process also loses the CPU to others more often).
+///
 /// Order on the connection is kept: while a connection has a read in slices, what the outbound path
 /// would send it afterwards waits here behind it (`holds`, `hold`), and all of it is handed back to
 /// the outbound path, in order, when the read is done. A connection's reads run one after the other,
@@ -53,7 +58,8 @@ final class SlicedReplies {
     /// A deferred read's reply for connection `id`; `waitsFor` is the step's durability barrier.
     func enqueue(_ read: DeferredRead, number: Int, waitsFor: UInt64?, for id: UInt64) {
         readsSliced += 1
-        let item = Item.read(SlicedRead(read), number: number, waitsFor: waitsFor)
+        let (prefix, suffix) = OutboundEncoder.okReplyEnvelope(number: number)
+        let item = Item.read(SlicedRead(read, prefix: prefix, suffix: suffix), number: number, waitsFor: waitsFor)
         if queues[id] != nil {
             queues[id]!.append(item)
         } else {
@@ -97,7 +103,7 @@ final class SlicedReplies {
         }
         // The next connection starts the next turn, so that one big read does not always go first.
         if position > 0, position < turnOrder.count { turnOrder = Array(turnOrder[position...] + turnOrder[..<position]) }
-        if !turnOrder.isEmpty { timer.schedule(afterMicroseconds: 1) }
+        if !turnOrder.isEmpty { timer.schedule(afterMicroseconds: Int64(max(1, elapsed / 1_000))) }
     }
 
     /// One step of `id`'s first read; releases what is ready. True when `id` holds nothing more.
@@ -108,8 +114,8 @@ final class SlicedReplies {
             items[0] = .message(frames: [], reply: nil, waitsFor: nil)  // keeps `read` unique while it works
             if let outcome = read.step(work: Self.workPerStep) {
                 switch outcome {
-                case .success(let text):
-                    items[0] = .framing(Framing(OutboundEncoder.okReply(number: number, data: text)), number: number, waitsFor: waitsFor)
+                case .success(let reply):
+                    items[0] = .framing(Framing(reply), number: number, waitsFor: waitsFor)
                 case .failure(let error):
                     var refusal = error
                     if case .tooBig(let message) = error, let refuse { refusal = refuse(id, message) }
