@@ -41,8 +41,9 @@ import Testing
     @Test func aBigAnswerComesInBoundedStepsAndEqualsTheAnswerAtOnce() throws {
         let value = Self.items(5_000)
         let (outcome, steps, maxWork) = Self.run(Self.read(value), work: 500)
-        // 5,000 children and 15,000 nodes below them: many steps, none doing more than asked.
-        #expect(steps > 20)
+        // 5,000 children (each a small branch of leaves, written in one unit): many steps, none
+        // doing more than asked.
+        #expect(steps >= 10)
         #expect(maxWork <= 500)
         #expect(try Self.json(outcome) == value.json(exportFormat: true))
     }

@@ -55,6 +55,8 @@ public struct SlicedRead {
     public private(set) var steps = 0
 
     public static let sortedBranchLimit = 1_024
+    /// Branches of at most this many leaves are written in one unit of work.
+    static let wholeBranchLimit = 16
 
     private enum Phase {
         case selecting(QueryWindow.Selector, [String: Node], Dictionary<String, Node>.Index)
@@ -176,6 +178,11 @@ public struct SlicedRead {
             node.writeJSON(into: &text, exportFormat: true)
         case let .branch(children, priority):
             if children.isEmpty { return text.append(contentsOf: "null".utf8) }
+            // A small branch of leaves (a presence entry, a record) is written whole: a frame on the
+            // stack for each would cost more than writing it.
+            if children.count <= Self.wholeBranchLimit, children.values.allSatisfy({ !$0.hasChildren }) {
+                return node.writeJSON(into: &text, exportFormat: true)
+            }
             text.append(UInt8(ascii: "{"))
             if children.count > Self.sortedBranchLimit {
                 stack.append(.unsorted(children, children.startIndex, priority))

@@ -30,7 +30,7 @@ final class SlicedReplies {
     /// Loop time all slices of one turn may take together.
     static let sliceNanoseconds: UInt64 = 1_000_000
     /// Units of `SlicedRead` work (a child offered, a node written) between two looks at the clock.
-    static let workPerStep = 1_024
+    static let workPerStep = 256
 
     private var queues: [UInt64: [Item]] = [:]
     /// Connections with a read in slices, in the order they are served (round robin).
