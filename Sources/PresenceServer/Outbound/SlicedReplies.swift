@@ -42,9 +42,6 @@ final class SlicedReplies {
     var refuse: ((UInt64, String) -> EngineError)?
     /// Charges loop time spent on a connection's read to its message budget.
     var charge: ((UInt64, UInt64) -> Void)?
-    /// Reads answered in slices, and slices run (for `/metrics` and tests).
-    private(set) var readsSliced = 0
-    private(set) var slicesRun = 0
 
     init(runtime: LoopRuntime) {
         timer = runtime.makeTimer { [unowned self] in runSlice() }
@@ -57,7 +54,6 @@ final class SlicedReplies {
 
     /// A deferred read's reply for connection `id`; `waitsFor` is the step's durability barrier.
     func enqueue(_ read: DeferredRead, number: Int, waitsFor: UInt64?, for id: UInt64) {
-        readsSliced += 1
         let (prefix, suffix) = OutboundEncoder.okReplyEnvelope(number: number)
         let item = Item.read(SlicedRead(read, prefix: prefix, suffix: suffix), number: number, waitsFor: waitsFor)
         if queues[id] != nil {
@@ -83,7 +79,6 @@ final class SlicedReplies {
     /// One turn's slices: the connections in turn, each a step at a time, until the turn's time is
     /// spent or nothing is left.
     private func runSlice() {
-        slicesRun += 1
         let started = MonotonicClock.nanoseconds()
         var position = 0
         var elapsed: UInt64 = 0
