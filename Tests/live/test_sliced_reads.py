@@ -72,6 +72,26 @@ def test_what_the_reader_is_sent_meanwhile_waits_behind_its_big_answer():
         server.stop()
 
 
+def test_many_readers_at_once_each_get_their_whole_answer_and_a_bystander_is_served():
+    # More readers than are built at once (4): the others wait their turn, none is starved.
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0")
+    try:
+        preload(server, "/big", 20_000)
+        readers = [server.client() for _ in range(10)]
+        writer, watcher = server.client(), server.client()
+        watcher.listen("/x")
+        numbers = [reader.request("g", {"p": "/big", "q": {"i": ".key", "l": 1 + index * 2_000, "vf": "l"}})
+                   for index, reader in enumerate(readers)]
+        assert writer.call("p", {"p": "/x", "d": 1}, timeout=30)["s"] == "ok"
+        assert watcher.push("x") == 1
+        for index, (reader, number) in enumerate(zip(readers, numbers)):
+            answer = reader.reply(number, timeout=120)
+            assert answer["s"] == "ok" and sorted(answer["d"]) == [f"k{i:06d}" for i in range(1 + index * 2_000)], index
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+
+
 def test_a_sliced_read_over_the_budget_is_refused_with_what_to_do():
     server = Server("--rules", "open", "--storage", "memory", "--max-read-bytes", "1000000")
     try:

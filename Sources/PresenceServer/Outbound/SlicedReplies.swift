@@ -16,8 +16,9 @@ import PresenceWire
 /// Order on the connection is kept: while a connection has a read in slices, what the outbound path
 /// would send it afterwards waits here behind it (`holds`, `hold`), and all of it is handed back to
 /// the outbound path, in order, when the read is done. A connection's reads run one after the other,
-/// so at most one answer per connection is being built (memory: the read budget per connection
-/// with a read in slices). The slices' loop time is charged to the connection's message budget, as
+/// and at most `concurrentReads` connections' reads are built at once (memory: about twice the read
+/// budget for each, the text and its frames; a connection that waits for its turn holds a snapshot,
+/// which shares the tree's storage). The slices' loop time is charged to the connection's message budget, as
 /// the time of handling its messages is (`InboundThrottle`). Loop thread only.
 final class SlicedReplies {
     /// What a connection is sent, in order: a read still in slices, or a message waiting behind one.
@@ -29,6 +30,9 @@ final class SlicedReplies {
 
     /// Loop time all slices of one turn may take together.
     static let sliceNanoseconds: UInt64 = 1_000_000
+    /// Connections whose reads are built at once; the others wait their turn (in arrival order),
+    /// so that many connections reading big locations together hold at most this many answers.
+    static let concurrentReads = 4
     /// Units of `SlicedRead` work (a child offered, a node written) between two looks at the clock.
     static let workPerStep = 256
 
@@ -83,7 +87,7 @@ final class SlicedReplies {
         var position = 0
         var elapsed: UInt64 = 0
         while !turnOrder.isEmpty, elapsed < Self.sliceNanoseconds {
-            if position >= turnOrder.count { position = 0 }
+            if position >= min(turnOrder.count, Self.concurrentReads) { position = 0 }
             let id = turnOrder[position]
             let before = MonotonicClock.nanoseconds()
             let finished = advance(id)
@@ -96,8 +100,13 @@ final class SlicedReplies {
                 position += 1
             }
         }
-        // The next connection starts the next turn, so that one big read does not always go first.
-        if position > 0, position < turnOrder.count { turnOrder = Array(turnOrder[position...] + turnOrder[..<position]) }
+        // Among the connections being served, the next one starts the next turn, so that one big
+        // read does not always go first.
+        let served = min(turnOrder.count, Self.concurrentReads)
+        if position > 0, position < served {
+            let head = turnOrder[..<served]
+            turnOrder.replaceSubrange(..<served, with: head[position...] + head[..<position])
+        }
         if !turnOrder.isEmpty { timer.schedule(afterMicroseconds: Int64(max(1, elapsed / 1_000))) }
     }
 
