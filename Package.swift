@@ -111,6 +111,7 @@ let package = Package(
             resources: [
                 .embedInCode("Dashboard/index.html"), .embedInCode("Dashboard/dashboard.css"),
                 .embedInCode("Dashboard/chart.js"), .embedInCode("Dashboard/dashboard.js"),
+                .embedInCode("Dashboard/nodes.js"),
             ],
             swiftSettings: strict
         ),

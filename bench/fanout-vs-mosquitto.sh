@@ -21,7 +21,8 @@
 # Env: RATES ("2000 5000 10000 15000 20000"), SERVERS ("memory durable mosquitto"), USERS (1000),
 #      WATCHERS (1000), SUBS (10), DURATION (10), WARMUP (1), SETTLE (10), SERVER_CPU (0),
 #      GENERATOR_CPU (1), TRANSPORT (epoll), MQTT_SUB_QOS (0), PORT (9290; Mosquitto PORT+10/+11),
-#      OURS_ARGS (more presence-server flags), OUT (a new temp dir), SKIP_BUILD, BIN.
+#      OURS_ARGS (more presence-server flags), GEN_ARGS (more `presence-bench fanout` flags, e.g.
+#      --writer-window 4), OUT (a new temp dir), SKIP_BUILD, BIN.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/mosquitto.sh"
 RATES="${RATES:-2000 5000 10000 15000 20000}"; SERVERS="${SERVERS:-memory durable mosquitto}"
@@ -76,7 +77,8 @@ for R in $RATES; do
                 SERVER_LOG="$OUT/server-$S-$R.log" \
                     SERVER_ARGS="--rules $RULES --log-level warning $storage ${OURS_ARGS:-}" start_server
                 trap 'stop_server; stop_mosquitto' EXIT
-                measure "$S" "$R" "$BENCH" fanout --url "$URL" --rate "$R" "${SHAPE[@]}" --server-pid "$SERVER_PID"
+                # shellcheck disable=SC2086
+                measure "$S" "$R" "$BENCH" fanout --url "$URL" --rate "$R" "${SHAPE[@]}" --server-pid "$SERVER_PID" ${GEN_ARGS:-}
                 stop_server
                 rm -rf "$DATA_DIR"
                 ;;

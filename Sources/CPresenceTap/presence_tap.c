@@ -21,27 +21,52 @@ typedef struct {
     uint8_t low, high;     // the range the next continuation byte must fall in
 } utf8_t;
 
+/// What followed the head in the read that ended it (frames sent before the 101 arrived).
 typedef struct {
+    size_t length;
+    uint8_t bytes[];
+} tail_t;
+
+/// The frame-level violations lws 4.1.6 drops a connection for without a close frame.
+static const struct { uint16_t code; const char *why; } violations[] = {
+    {0, NULL},
+    {1002, "control frame longer than 125 bytes"},
+    {1002, "close frame with a 1-byte payload"},
+    {1002, "frame length with its most significant bit set"},
+    {1007, "close reason is not valid UTF-8"},
+};
+enum violation { NONE = 0, LONG_CONTROL, ONE_BYTE_CLOSE, LENGTH_TOP_BIT, CLOSE_REASON_UTF8 };
+
+/// One slot per descriptor: its pages are touched as descriptors are used, so its size is paid by
+/// every connection (32 bytes: keep it so).
+typedef struct {
+    union {
+        uint64_t length;   // WEBSOCKET: payload bytes left (or the extended length being read)
+        tail_t *tail;      // HTTP_HEAD, once the head ended: what followed it in that read
+    } u;
+    uint64_t owner;        // the server's id for the connection (presence_tap_set_owner), 0: none
     uint8_t mode;
-    uint8_t unmasked;
-    uint8_t stage;
-    uint8_t need;          // bytes still to read in this stage
+    union {
+        struct {
+            uint8_t stage;
+            uint8_t need;  // bytes still to read in this stage
+        };
+        uint16_t head_bytes; // HTTP_HEAD: bytes of the first head read so far (WEBSOCKET: stage and need)
+    };
     uint8_t matched;       // HTTP_HEAD: bytes of "\r\n\r\n" matched so far
-    uint8_t head_ended;    // HTTP_HEAD: the head ended; `tail` holds what followed in that read
     uint8_t opcode;        // of the frame being read
-    uint8_t mask[4];
+    uint8_t unmasked : 1;
+    uint8_t head_ended : 1; // HTTP_HEAD: the head ended; `u.tail` holds what followed in that read
+    uint8_t reported : 1;  // the violation was handed to the handler
+    uint8_t head_too_big : 1;  // HTTP_HEAD: it passed PRESENCE_TAP_MAX_HEAD_BYTES before its end
+    uint8_t head_answered : 1; // the 431 was sent
     uint8_t offset;        // close frames: payload bytes read so far (at most 125)
-    uint16_t violation;    // the close code a frame lws 4.1.6 would drop silently deserves (0: none)
-    uint8_t reported;      // the violation was handed to the handler
+    uint8_t violation;     // a frame lws 4.1.6 would drop silently (enum violation; 0: none)
+    uint8_t mask[4];
     utf8_t reason;         // close frames: the reason's UTF-8 so far
-    const char *why;
-    uint64_t length;       // payload bytes left (or the extended length being read)
-    uint8_t *tail;
-    size_t tail_length;
-    uint32_t head_bytes;   // HTTP_HEAD: bytes of the first head read so far
-    uint8_t head_too_big;  // HTTP_HEAD: it passed PRESENCE_TAP_MAX_HEAD_BYTES before its end
-    uint8_t head_answered; // the 431 was sent
 } tap_t;
+
+_Static_assert(sizeof(tap_t) == 32, "a tap slot is paid per descriptor");
 
 static presence_tap_handler handler;
 static void *handler_context;
@@ -54,9 +79,9 @@ static tap_t *tap_for(int fd) {
 }
 
 static void release_tail(tap_t *t) {
-    free(t->tail);
-    t->tail = NULL;
-    t->tail_length = 0;
+    if (t->mode != HTTP_HEAD) return;
+    free(t->u.tail);
+    t->u.tail = NULL;
 }
 
 static int utf8_accepts(utf8_t *u, uint8_t byte) {
@@ -79,15 +104,14 @@ static int utf8_accepts(utf8_t *u, uint8_t byte) {
     return 1;
 }
 
-static void violate(tap_t *t, uint16_t code, const char *why) {
-    t->violation = code;
-    t->why = why;
+static void violate(tap_t *t, enum violation which) {
+    t->violation = (uint8_t)which;
 }
 
 /// The end of a frame's header or payload: the next byte starts a frame. A close frame's reason
 /// must have ended on a whole character.
 static void frame_ended(tap_t *t) {
-    if (t->opcode == 0x8 && t->reason.need) violate(t, 1007, "close reason is not valid UTF-8");
+    if (t->opcode == 0x8 && t->reason.need) violate(t, CLOSE_REASON_UTF8);
     t->stage = FIRST_BYTE;
 }
 
@@ -109,21 +133,21 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
             uint8_t length = byte & 0x7F;
             // lws 4.1.6 drops these without a close frame: the shell sends one first.
             if ((t->opcode & 0x8) && length > 125) {
-                violate(t, 1002, "control frame longer than 125 bytes");
+                violate(t, LONG_CONTROL);
                 return;
             }
             if (t->opcode == 0x8 && length == 1) {
-                violate(t, 1002, "close frame with a 1-byte payload");
+                violate(t, ONE_BYTE_CLOSE);
                 return;
             }
-            t->length = 0;
+            t->u.length = 0;
             t->offset = 0;
             memset(&t->reason, 0, sizeof(t->reason));
             if (length >= 126) {
                 t->stage = EXTENDED_LENGTH;
                 t->need = length == 126 ? 2 : 8;
             } else {
-                t->length = length;
+                t->u.length = length;
                 t->stage = MASK_KEY;
                 t->need = 4;
             }
@@ -131,10 +155,10 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
         }
         case EXTENDED_LENGTH:
             if (t->need == 8 && (*p & 0x80)) {
-                violate(t, 1002, "frame length with its most significant bit set");
+                violate(t, LENGTH_TOP_BIT);
                 return;
             }
-            t->length = (t->length << 8) | *p++;
+            t->u.length = (t->u.length << 8) | *p++;
             n--;
             if (--t->need == 0) {
                 t->stage = MASK_KEY;
@@ -145,7 +169,7 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
             t->mask[4 - t->need] = *p++;
             n--;
             if (--t->need == 0) {
-                if (t->length) t->stage = PAYLOAD;
+                if (t->u.length) t->stage = PAYLOAD;
                 else frame_ended(t);
             }
             break;
@@ -155,16 +179,16 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
                 uint8_t byte = *p++ ^ t->mask[t->offset & 3];
                 n--;
                 if (t->offset++ >= 2 && !utf8_accepts(&t->reason, byte)) {
-                    violate(t, 1007, "close reason is not valid UTF-8");
+                    violate(t, CLOSE_REASON_UTF8);
                     return;
                 }
-                if (--t->length == 0) frame_ended(t);
+                if (--t->u.length == 0) frame_ended(t);
                 break;
             }
-            size_t skip = (uint64_t)n < t->length ? n : (size_t)t->length;
+            size_t skip = (uint64_t)n < t->u.length ? n : (size_t)t->u.length;
             p += skip, n -= skip;
-            t->length -= skip;
-            if (t->length == 0) frame_ended(t);
+            t->u.length -= skip;
+            if (t->u.length == 0) frame_ended(t);
             break;
         }
         }
@@ -185,9 +209,9 @@ static void follow_head(tap_t *t, const uint8_t *p, size_t n) {
         if (t->matched == 4) {
             t->head_ended = 1;
             size_t rest = n - i - 1;
-            if (rest && (t->tail = malloc(rest))) {
-                memcpy(t->tail, p + i + 1, rest);
-                t->tail_length = rest;
+            if (rest && (t->u.tail = malloc(sizeof(tail_t) + rest))) {
+                t->u.tail->length = rest;
+                memcpy(t->u.tail->bytes, p + i + 1, rest);
             }
             return;
         }
@@ -222,10 +246,13 @@ void presence_tap_accepted(int fd) {
 void presence_tap_established(int fd) {
     tap_t *t = tap_for(fd);
     if (!t || t->mode != HTTP_HEAD) return;
+    tail_t *tail = t->u.tail;
+    t->u.length = 0;
     t->mode = WEBSOCKET;
+    t->head_bytes = 0;
     t->stage = FIRST_BYTE;
-    if (t->tail) follow_frames(t, t->tail, t->tail_length);
-    release_tail(t);
+    if (tail) follow_frames(t, tail->bytes, tail->length);
+    free(tail);
 }
 
 void presence_tap_forget(int fd) {
@@ -243,8 +270,18 @@ int presence_tap_unmasked(int fd) {
 int presence_tap_violation(int fd, const char **why) {
     tap_t *t = tap_for(fd);
     if (!t || !t->violation) return 0;
-    if (why) *why = t->why;
-    return t->violation;
+    if (why) *why = violations[t->violation].why;
+    return violations[t->violation].code;
+}
+
+void presence_tap_set_owner(int fd, uint64_t owner) {
+    tap_t *t = tap_for(fd);
+    if (t) t->owner = owner;
+}
+
+uint64_t presence_tap_owner(int fd) {
+    tap_t *t = tap_for(fd);
+    return t ? t->owner : 0;
 }
 
 void presence_tap_on_violation(presence_tap_handler function, void *context) {

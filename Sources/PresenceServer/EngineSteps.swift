@@ -15,6 +15,10 @@ final class EngineSteps {
     private let cluster: ClusterLink?
     /// The JSON-lines log of limit checks, when configured.
     let limitEventLog: LimitEventLog?
+    /// Replicated mode: the outcomes of REST requests and streams answered through tickets, with
+    /// the storage sequence their responses wait for (set by `HTTPRoute`). Called before the
+    /// step's messages go out, so that a stream opened here gets its first message.
+    var onDirectOutcomes: ([(DirectTicket, DirectOutcome)], UInt64?) -> Void = { _, _ in }
     private var timer: LoopTimer!
     private var timerDeadline: Int64?
     /// For the engine's notices: a connection's first refusal by a per-connection limit, the
@@ -44,6 +48,8 @@ final class EngineSteps {
         while true {
             let sequence = storage.submit(engine)
             if let sequence { barrier = sequence }
+            let outcomes = engine.takeDirectOutcomes()
+            if !outcomes.isEmpty { onDirectOutcomes(outcomes, sequence) }
             outbox.perform(engine.drainEffects(), barrier: sequence, writeStartedAt: writeStartedAt)
             cluster?.perform(engine.drainClusterEffects())
             // A slow reader leaves the engine now (its listeners, its onDisconnect ops), not when

@@ -84,7 +84,13 @@ public final class LWSServer: @unchecked Sendable {
                         slices: slices)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime, cluster: cluster)
-        let throttle = InboundThrottle(table: table, logger: logger, metrics: metrics, runtime: runtime)
+        let storageLink = self.storage, outboundPath = outbox
+        let throttle = InboundThrottle(
+            table: table, logger: logger, metrics: metrics, runtime: runtime,
+            pushback: WriterPushback(maxPendingWrites: configuration.pushbackPendingWrites, maxQueuedBytes: configuration.pushbackQueuedBytes),
+            backlog: { [unowned storageLink, unowned outboundPath] in
+                WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
+            })
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
         slices.charge = { [unowned table] id, nanoseconds in
             if let connection = table[id], connection.closing == nil {
@@ -133,6 +139,9 @@ public final class LWSServer: @unchecked Sendable {
         runtime.onTurnEnd { [unowned self] in endOfTurn() }
         if let cluster {
             cluster.runSteps = { [unowned self] in steps.run() }
+            let address = OperatorAPI.advertisedAddress(host: configuration.host, port: boundPort)
+            cluster.directory.status = { [unowned operators] in operators.nodeStatus(address: address) }
+            cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
             cluster.start()
         }
         liveness.start()
@@ -161,6 +170,7 @@ public final class LWSServer: @unchecked Sendable {
     private func durable(upTo sequence: UInt64) {
         outbox.durable(upTo: sequence)
         responder.durable(upTo: sequence)
+        webSocket.throttle.backlogChanged()
     }
 
     /// The end of each turn of the loop: the turn's frames go out, one send per connection; slow
@@ -175,7 +185,9 @@ public final class LWSServer: @unchecked Sendable {
             wake = wake || outbox.needsLWSWake
         }
         storage.handOver()
-        // lws arms timeouts set outside its callbacks (a slow reader's drop) only when woken.
+        if webSocket.throttle.backlogChanged() { wake = true }
+        // lws arms timeouts set outside its callbacks (a slow reader's drop), and reads what it
+        // buffered for connections read again, only when woken.
         if wake { runtime.wake() }
     }
 

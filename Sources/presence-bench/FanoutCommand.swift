@@ -116,6 +116,8 @@ struct FanoutShapeOptions: ParsableArguments {
     @Option(help: "Extra field carrying the user's write sequence number in each value, e.g. seq; the final-state check then compares it too.")
     var seqField: String?
     @Option(help: "Seconds to wait for acks and deliveries after writing stops.") var settle: Double = 5
+    @Option(help: "Unacknowledged writes one writer may have; at the limit it skips the write that is due, as a presence client sending only its latest state would (0: no limit, an open-loop load).")
+    var writerWindow = 0
     @Option(help: "Give up on the connect phase after this many seconds.") var timeout: Double = 120
     @Option(help: "Generator transport: epoll (lean, one thread) or lws (PresenceClient's, the old one).")
     var transport: TransportChoice = .lws
@@ -126,13 +128,16 @@ struct FanoutShapeOptions: ParsableArguments {
         }
         guard users + watchers < 20_000 else { throw ValidationError("users + watchers must stay below the fd limit (20000)") }
         guard rate > 0, duration > 0, duration <= 3600 else { throw ValidationError("bad --rate/--duration") }
+        guard writerWindow >= 0 else { throw ValidationError("--writer-window must be 0 (no limit) or more") }
         for f in [payloadField, seqField].compactMap({ $0 }) where f.isEmpty || f.contains(where: { $0 == "\"" || $0 == "\\" }) {
             throw ValidationError("bad field name \(f)")
         }
     }
 
     func makeLoad() -> FanoutLoad {
-        FanoutLoad(users: users, watchers: watchers, subs: subscriptions, rate: rate, timeField: payloadField, seqField: seqField)
+        let load = FanoutLoad(users: users, watchers: watchers, subs: subscriptions, rate: rate, timeField: payloadField, seqField: seqField)
+        load.writerWindow = writerWindow
+        return load
     }
 }
 
@@ -145,9 +150,16 @@ struct FanoutCommand: ParsableCommand {
 
     @OptionGroup var server: ServerOptions
     @OptionGroup var shape: FanoutShapeOptions
+    @Option(help: "Watchers connect here instead of --url, in turn (repeat it: a cluster's other nodes, for write-to-remote-watcher latency).")
+    var watcherURL: [String] = []
 
     func run() throws {
         let endpoint = try server.endpoint()
+        let watcherEndpoints = try watcherURL.map { url in
+            var other = server
+            other.url = url
+            return try other.endpoint()
+        }
         let load = shape.makeLoad()
         let rtdb = RTDBFanout(load: load)
         let client = try server.fanoutClient(shape.transport, subprotocol: nil) { client, event in
@@ -163,7 +175,7 @@ struct FanoutCommand: ParsableCommand {
         let m = runFanoutPhases(
             client: client, load: load, serverPid: server.serverPid, readyName: "auths+listens",
             timeout: shape.timeout, warmup: shape.warmup, duration: shape.duration, settle: shape.settle, lastSeenIsWriters: false,
-            connectAll: { load.connectAll(client, to: endpoint, sources: sources) })
+            connectAll: { load.connectAll(client, to: endpoint, watcherURLs: watcherEndpoints, sources: sources) })
         printResult(FanoutMeasurement.headerFields(scenario: "fanout", url: endpoint, load: load, transport: shape.transport, m: m)
             + m.stateFields + m.finalStateFields)
         if !m.ok { throw ExitCode(2) }

@@ -26,11 +26,12 @@ struct AdminCommand: ParsableCommand {
               presence-client admin user alice --server ws://127.0.0.1:9000
               presence-client admin kick 4f9a1c2e --reason "maintenance"
               presence-client admin stats --json
+              presence-client admin nodes
               presence-client admin stats --server http://10.0.0.5:9000 \\
                   --admin-token-file admin.txt
             """,
         subcommands: [AdminConnectionsCommand.self, AdminUserCommand.self, AdminKickCommand.self, AdminResetLimitCommand.self,
-                      AdminStatsCommand.self]
+                      AdminStatsCommand.self, AdminNodesCommand.self]
     )
 }
 

@@ -26,8 +26,13 @@ enum AdminFormat {
                 c["bytesOut"]?.numberValue.map { bytes($0) } ?? "–",
             ]
         }
-        return table(["SESSION", "UID", "NS", "REMOTE", "SDK", "CONNECTED", "LAST FRAME", "LISTENERS", "ONDISC",
-                      "IN", "OUT"], rows, right: [5, 6, 7, 8, 9, 10])
+        let headers = ["SESSION", "UID", "NS", "REMOTE", "SDK", "CONNECTED", "LAST FRAME", "LISTENERS", "ONDISC", "IN", "OUT"]
+        // On a cluster (`--storage redis`) each connection names its node.
+        guard connections.contains(where: { $0["node"]?.stringValue != nil }) else {
+            return table(headers, rows, right: [5, 6, 7, 8, 9, 10])
+        }
+        let withNodes = zip(rows, connections).map { row, c in row + [c["node"]?.stringValue ?? "–"] }
+        return table(headers + ["NODE"], withNodes, right: [5, 6, 7, 8, 9, 10])
     }
 
     /// Columns padded to their widest cell, two spaces apart; `right` holds right-aligned column indexes.

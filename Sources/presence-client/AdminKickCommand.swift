@@ -6,7 +6,9 @@ struct AdminKickCommand: ParsableCommand {
         commandName: "kick",
         abstract: "Close a connection (WebSocket close code 4002); its onDisconnect ops run as for any disconnect.",
         discussion: """
-            Find session ids with `presence-client admin connections`. An unknown session exits 3.
+            Find session ids with `presence-client admin connections`. An unknown session exits 3 on a single node; \
+            on a cluster (`--storage redis`) a session this node does not hold is forwarded to every node through Redis \
+            (HTTP 202), and the node that holds it closes it within a beat (`--node-beat`, 1 s).
 
             Examples:
               presence-client admin kick 4f9a1c2e
@@ -34,6 +36,8 @@ struct AdminKickCommand: ParsableCommand {
         let console = Console()
         if options.json {
             console.line(JSONWriter.string(reply))
+        } else if reply["forwarded"] == .bool(true) {
+            console.line("\(session) is not on this node: the kick was forwarded through Redis; the node that holds it closes it at its next beat")
         } else {
             console.line("closed \(session)")
         }

@@ -17,6 +17,8 @@ enum ConfigFile {
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces", "slice-reads-over",
         // Floods and slow clients (docs/robustness.md)
         "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
+        // Past saturation (docs/performance.md, issue 17)
+        "pushback-pending-writes", "pushback-queued-bytes",
     ]).union(ClusterOptions.flagNames)
     static let booleanFlags: Set<String> = ["insecure"]
 

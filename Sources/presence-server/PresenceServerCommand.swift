@@ -73,6 +73,12 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Bytes queued for one WebSocket connection or REST stream that does not read fast enough; over it, it is closed (1008).")
     var maxQueuedBytes = 16 * 1_048_576
 
+    @Option(help: "Past saturation: writes read but not yet durable (acks waiting for a commit) over which the server stops reading from WebSocket connections that write, until half of them are durable; writers are slowed by TCP, never closed, and lose nothing. 0 = off.")
+    var pushbackPendingWrites = ServerConfiguration().pushbackPendingWrites
+
+    @Option(help: "Past saturation: bytes queued for sockets, all connections together, over which the server stops reading from WebSocket connections that write, until half have gone out. 0 = off.")
+    var pushbackQueuedBytes = ServerConfiguration().pushbackQueuedBytes
+
     @Option(help: "REST request bodies the server reads at once, in bytes, all connections together (reserved from Content-Length when a request's head arrives); a request that would go over is answered 503 with Retry-After.")
     var maxPendingBodyBytes = 32 * 1_048_576
 
@@ -204,6 +210,9 @@ struct PresenceServerCommand: ParsableCommand {
         guard maxQueuedBytes >= maxMessageBytes else {
             throw ValidationError("--max-queued-bytes must be at least --max-message-bytes (one whole message)")
         }
+        guard pushbackPendingWrites >= 0, pushbackQueuedBytes >= 0 else {
+            throw ValidationError("--pushback-pending-writes and --pushback-queued-bytes must be 0 (off) or more")
+        }
         guard (1...3600).contains(httpTimeout) else { throw ValidationError("--http-timeout must be between 1 and 3600 seconds") }
         if !onlineLocation.isEmpty {
             do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {
@@ -270,6 +279,8 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-pending-body-bytes", .number(Double(maxPendingBodyBytes))), ("http-timeout", .number(Double(httpTimeout))),
             ("max-messages-per-second", .number(Double(maxMessagesPerSecond))), ("message-burst", .number(Double(messageBurst))),
             ("max-queued-bytes", .number(Double(maxQueuedBytes))),
+            ("pushback-pending-writes", .number(Double(pushbackPendingWrites))),
+            ("pushback-queued-bytes", .number(Double(pushbackQueuedBytes))),
             ("ping-interval", .number(Double(pingInterval))), ("idle-timeout", .number(Double(idleTimeout))),
             ("rx-buffer", .number(Double(rxBuffer))), ("disconnect-grace", .number(disconnectGrace)),
             ("stream-keep-alive", .number(Double(streamKeepAlive))), ("data-dir", .string(dataDir)),
@@ -334,6 +345,8 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.maxMessagesPerSecond = maxMessagesPerSecond
         configuration.messageBurst = messageBurst
         configuration.maxQueuedBytes = maxQueuedBytes
+        configuration.pushbackPendingWrites = pushbackPendingWrites
+        configuration.pushbackQueuedBytes = pushbackQueuedBytes
         configuration.pingIntervalSeconds = pingInterval
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.rxBufferBytes = rxBuffer

@@ -73,11 +73,14 @@ import Testing
         // Interleaved: a gets 0, 3, 6; b 1, 4, 7; c 2, 5, 8.
         for (index, frame) in frames.enumerated() { due.append(frame, for: [a, b, c][index % 3]) }
         #expect(due.bytes(for: a) == 1 + 4 + 7 && due.holdsFrames(for: b))
+        #expect(due.totalBytes == 45)
         // c's frames go another way (its queue): the flush does not see them.
         #expect(due.take(for: c).map(\.payloadCount) == [3, 6, 9])
         #expect(!due.holdsFrames(for: c) && due.bytes(for: c) == 0)
+        #expect(due.totalBytes == 45 - 18)
         var seen: [(Holder, [Int])] = []
         let count = due.beginTurn()
+        #expect(due.totalBytes == 0, "the turn's frames are the sends' now")
         for index in 0..<count {
             let (holder, chain) = due.turn(index)
             seen.append((holder, chain.map(\.payloadCount)))
@@ -87,7 +90,7 @@ import Testing
         due.endTurn()
         #expect(seen.count == 3 && seen[0].0 === a && seen[1].0 === b && seen[2].0 === c)
         #expect(seen.map(\.1) == [[1, 4, 7], [2, 5, 8], []])
-        #expect(b.dueSlot == -1 && c.dueSlot == -1 && a.dueSlot == 0)
+        #expect(b.dueSlot == -1 && c.dueSlot == -1 && a.dueSlot == 0 && due.totalBytes == 100)
         #expect(due.beginTurn() == 1 && due.turn(0).1.map(\.payloadCount) == [100])
         due.endTurn()
         #expect(due.isEmpty && a.dueSlot == -1)

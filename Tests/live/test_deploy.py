@@ -157,22 +157,89 @@ def test_containerfile_parses_and_builds_in_two_stages():
                 assert f"!{source}" in ignore, source
 
 
-def test_compose_file_parses_with_two_nodes_and_redis():
+def test_compose_file_runs_three_nodes_on_redis_behind_nginx():
     yaml = pytest.importorskip("yaml")  # PyYAML
     compose = yaml.safe_load(read("compose.yaml"))
     services = compose["services"]
-    assert {"node1", "node2", "redis"} <= set(services)
-    for node in ("node1", "node2"):
+    nodes = ["node1", "node2", "node3"]
+    assert set(nodes + ["redis", "nginx"]) <= set(services)
+    config = json.loads(read("presence.cluster.json"))
+    redis = services["redis"]
+    redis_ip = redis["networks"]["presence"]["ipv4_address"]
+    # The nodes reach Redis by the numeric address the configuration names (names are refused).
+    assert config["storage"] == "redis" and config["redis"] == f"{redis_ip}:6379"
+    command = " ".join(redis["command"])
+    for setting in ("--appendonly yes", "--appendfsync always", "--maxmemory-policy noeviction"):
+        assert setting in command, setting
+    ports, names = set(), set()
+    for node in nodes:
         service = services[node]
         assert service["build"]["dockerfile"] == "deploy/Containerfile"
         assert service["ulimits"]["nofile"]["soft"] == 1048576
-        assert any(v.endswith(":/var/lib/presence") for v in service["volumes"])
-    assert services["node1"]["volumes"][0] != services["node2"]["volumes"][0]  # one data dir each
-    assert "NOT IMPLEMENTED YET" in read("compose.yaml")
-    # The secrets the nodes get are the files the image's configuration names.
-    config = json.loads(read("presence.compose.json"))
-    for secret in compose["secrets"]:
-        assert f"/run/secrets/{secret}" in config.values()
+        assert service["stop_signal"] == "SIGTERM" and service["restart"] == "unless-stopped"
+        assert "./presence.cluster.json:/etc/presence/presence.json:ro" in service["volumes"]
+        flags = dict(zip(service["command"][0::2], service["command"][1::2]))
+        assert flags["--config"] == "/etc/presence/presence.json"
+        ports.add(flags["--port"])
+        names.add(flags["--node-id"])
+        assert "/readyz" in " ".join(service["healthcheck"]["test"])
+        assert service["environment"]["PORT"] == flags["--port"]
+        ip = service["networks"]["presence"]["ipv4_address"]
+        assert ip.rsplit(".", 1)[0] == redis_ip.rsplit(".", 1)[0]
+    assert len(ports) == 3 and len(names) == 3, "each node has its own port and name"
+    # nginx balances over exactly these nodes and is the proxy the nodes trust.
+    nginx = services["nginx"]
+    assert "./nginx-cluster.conf:/etc/nginx/conf.d/default.conf:ro" in nginx["volumes"]
+    assert config["trusted-proxies"] == nginx["networks"]["presence"]["ipv4_address"]
+    upstream = re.search(r"upstream\s+presence_nodes\s*\{(.*?)\}", read("nginx-cluster.conf"), re.S).group(1)
+    servers = set(re.findall(r"server\s+(\S+?)\s", upstream))
+    assert servers == {f"{node}:{port}" for node, port in zip(nodes, sorted(ports))}
+    # The secrets the nodes get are the files the configurations name.
+    for name in ("presence.compose.json", "presence.cluster.json"):
+        files = json.loads(read(name))
+        for secret in compose["secrets"]:
+            assert f"/run/secrets/{secret}" in files.values(), (name, secret)
+    assert "NOT IMPLEMENTED" not in read("compose.yaml")
+
+
+def test_cluster_config_is_accepted_by_the_server():
+    config = json.loads(read("presence.cluster.json"))
+    assert not set(config) - help_flags()
+    result = subprocess.run([SERVER, "--config", os.path.join(DEPLOY, "presence.cluster.json"), "--print-config"],
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 0, result.stderr
+    effective = json.loads(result.stdout)
+    for key, value in config.items():
+        assert effective[key] == value, key
+    assert effective["auth"] in ("firebase", "hs256") and effective["admin-token-file"] and not effective["insecure"]
+    # Fencing must come before the lease ends, and beats well within it.
+    assert effective["node-beat"] < effective["fence-after"] < effective["node-lease"]
+
+
+def test_cluster_unit_template_runs_one_node_per_port():
+    text = read("presence-server@.service")
+    exec_start = " ".join(line.strip().rstrip("\\") for line in text.split("ExecStart=", 1)[1].splitlines()[:2])
+    assert "--config /etc/presence/cluster.json" in exec_start and "--port %i" in exec_start
+    assert "--node-id %H-%i" in exec_start  # stable across restarts: a restart replaces its incarnation
+    assert "--secret-file %d/hs256-secret" in exec_start and "--admin-token-file %d/admin-token" in exec_start
+    assert re.search(r"(?m)^Restart=on-failure$", text), "a fenced node (exit 75) must be restarted"
+    # ... however long Redis stays unreachable (a node refuses to start without it)
+    assert re.search(r"(?m)^StartLimitIntervalSec=0$", text)
+    assert re.search(r"(?m)^StateDirectory=presence-%i$", text)
+    assert re.search(r"(?m)^After=.*redis-server\.service", text)
+
+
+def test_systemd_analyze_verify_accepts_the_cluster_template(tmp_path):
+    analyze = shutil.which("systemd-analyze")
+    if not analyze:
+        pytest.skip("systemd-analyze is not installed")
+    text = read("presence-server@.service").replace("/usr/local/bin/presence-server", os.path.abspath(SERVER))
+    (tmp_path / "presence-server@.service").write_text(text)
+    instance = tmp_path / "presence-server@9001.service"
+    instance.write_text(text)
+    result = subprocess.run([analyze, "verify", str(instance)], capture_output=True, text=True, timeout=30)
+    problems = [line for line in (result.stdout + result.stderr).splitlines() if "presence-server@" in line]
+    assert result.returncode == 0 and not problems, result.stdout + result.stderr
 
 
 # ---- nginx ----------------------------------------------------------------------------------
@@ -197,11 +264,35 @@ def test_nginx_accepts_the_example(tmp_path):
                    cwd=tmp_path, check=True, capture_output=True, timeout=10)
     site = re.sub(r"(?m)^(\s*ssl_certificate)\s+\S+;", rf"\1 {tmp_path}/cert.pem;", read("nginx.conf"))
     site = re.sub(r"(?m)^(\s*ssl_certificate_key)\s+\S+;", rf"\1 {tmp_path}/key.pem;", site)
-    (tmp_path / "presence.conf").write_text(site)
+    nginx_test(nginx, tmp_path, site)
+
+
+def nginx_test(nginx, tmp_path, site):
+    """nginx -t on `site` inside a minimal main configuration whose paths all stay in tmp_path."""
+    (tmp_path / "site.conf").write_text(site)
     temp = "\n".join(f"  {kind}_temp_path {tmp_path}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     (tmp_path / "nginx.conf").write_text(
         f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
-        f"http {{\n  access_log {tmp_path}/access.log;\n{temp}\n  include {tmp_path}/presence.conf;\n}}\n")
+        f"http {{\n  access_log {tmp_path}/access.log;\n{temp}\n  include {tmp_path}/site.conf;\n}}\n")
     result = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"), "-e", str(tmp_path / "error.log")],
                             capture_output=True, text=True, timeout=10)
     assert result.returncode == 0, result.stderr
+
+
+def test_nginx_accepts_the_cluster_balancer(tmp_path):
+    nginx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
+    if not nginx:
+        pytest.skip("nginx is not installed (apt-get install nginx-light to check deploy/nginx-cluster.conf)")
+    # compose's service names do not resolve here: the same file on loopback ports.
+    site = re.sub(r"server\s+node\d:", "server 127.0.0.1:", read("nginx-cluster.conf"))
+    nginx_test(nginx, tmp_path, site)
+
+
+def test_nginx_cluster_balancer_upgrades_websockets_and_keeps_the_host():
+    text = read("nginx-cluster.conf")
+    assert "proxy_http_version 1.1;" in text and "least_conn;" in text
+    assert re.search(r"proxy_set_header\s+Upgrade\s+\$http_upgrade;", text)
+    assert re.search(r"proxy_set_header\s+Connection\s+\$connection_upgrade;", text)
+    assert re.search(r"proxy_set_header\s+Host\s+\$host;", text), "the hello's h must stay the balancer's host"
+    assert re.search(r"location\s+/\.ws\s*\{[^}]*proxy_pass http://presence_nodes;", text)
+    assert "proxy_next_upstream" in text

@@ -15,6 +15,7 @@
 #define PRESENCE_TAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /// A connection was accepted on `fd`: find where its first request's head ends.
 void presence_tap_accepted(int fd);
@@ -22,6 +23,11 @@ void presence_tap_accepted(int fd);
 /// The connection on `fd` became a WebSocket: follow its frames from the end of the upgrade
 /// request (including frames that came in the same read).
 void presence_tap_established(int fd);
+
+/// The server's id for the WebSocket on `fd` (kept with the tap's state, which exists per
+/// descriptor anyway, rather than in a table of its own); 0 when none was set.
+void presence_tap_set_owner(int fd, uint64_t owner);
+uint64_t presence_tap_owner(int fd);
 
 /// The connection on `fd` closed.
 void presence_tap_forget(int fd);

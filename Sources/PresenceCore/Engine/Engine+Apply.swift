@@ -124,6 +124,7 @@ extension Engine {
         replica.serving = true
         let waiting = pipelines.filter { $0.value.blocker == .loading && connections[$0.key]?.namespace == name }.keys.sorted()
         for id in waiting { unblock(id, now: now) }
+        runWaitingDirect(namespace: name, now: now)
     }
 
     /// The last revision applied to a namespace's replica (nil: not followed).

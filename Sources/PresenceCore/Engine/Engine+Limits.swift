@@ -25,14 +25,21 @@ extension Engine {
     }
 
     /// Forgets one user's usage of a limit (an operator's support action): the count is 0 and any
-    /// cooldown ends now. Returns false when nothing was stored.
+    /// cooldown ends now. Returns false when nothing was stored. Replicated, the reset goes through
+    /// the log (a `limitUsage` entry) and holds on every node once it commits; the answer (whether
+    /// this node had usage stored) does not wait for it.
     @discardableResult
     public func resetLimitUsage(_ key: LimitUsageKey, now: Int64) -> Bool {
-        guard limitUsage[key] != nil else { return false }
-        store(.unused, for: key)
+        let stored = limitUsage[key] != nil
+        if configuration.replication != nil {
+            _ = submit(.resetLimit(key), namespace: key.namespace, now: now)
+        } else {
+            guard stored else { return false }
+            store(.unused, for: key)
+        }
         limitEvents.append(LimitEvent(at: now, namespace: key.namespace, limit: key.limit, tier: nil, uid: key.uid,
                                       outcome: .resetByOperator, currentUsage: 0, remainingCooldownMilliseconds: 0))
-        return true
+        return stored
     }
 
     /// The standing of `credentials` on the limit `name`, without using it (nil: no such limit).

@@ -30,8 +30,12 @@ extension Engine {
 
     /// Evaluates a request with a proposal context: a change it decides is proposed, not
     /// committed. `g` with the read barrier on waits for the log's head first (`barrierPassed`).
-    func run(_ requester: Requester, attempt: Int, barrierPassed: Bool = false, waiting: [ConnectionID] = [], now: Int64) {
+    /// `usesCommitted`: a limited read whose use has committed (`PendingStep.Kind.limitedRead`) is
+    /// served now, without using the limit again.
+    func run(_ requester: Requester, attempt: Int, barrierPassed: Bool = false, usesCommitted: Bool = false,
+             waiting: [ConnectionID] = [], now: Int64) {
         let context = ProposalContext(requester: requester, attempt: attempt, waiting: waiting)
+        context.usesCommitted = usesCommitted
         let outer = proposal
         proposal = context
         switch requester {
@@ -45,6 +49,7 @@ extension Engine {
                 execute(request, from: id, now: now)
             }
         case let .heldRun(_, session): proposeRun(session, now: now)
+        case let .direct(ticket, name, request): evaluateDirect(ticket, namespace: name, request, now: now)
         }
         proposal = outer
         // Answered without a step: what its limit checks noted is final.
@@ -52,8 +57,9 @@ extension Engine {
     }
 
     /// Proposes the change the current request decided. nil when proposed; else why not.
+    /// `waitKind`: what the request does once the entry commits (by default, it is answered).
     func propose(_ kind: LogEntry.Kind, writes: [(Path, Node)], in ns: Namespace, identity: String?,
-                 claim: SessionClaim = .none, label: String) -> EngineError? {
+                 claim: SessionClaim = .none, label: String, waitKind: PendingStep.Kind? = nil) -> EngineError? {
         guard let context = proposal, let node = configuration.replication?.node, let replica = ns.replica else {
             return .unavailable("this node does not replicate namespace \(ns.name)")
         }
@@ -67,7 +73,8 @@ extension Engine {
         let payload: [UInt8]
         do { payload = try entry.encoded() } catch { return .invalidData("\(error)") }
         clusterEffects.append(.propose(Proposal(namespace: ns.name, payload: payload, claim: claim, origin: origin)))
-        wait(for: serial, kind: .proposal(label: label), in: ns)
+        context.proposedWrites = writes
+        wait(for: serial, kind: waitKind ?? .proposal(label: label), in: ns)
         return nil
     }
 
@@ -89,7 +96,7 @@ extension Engine {
         var waiting = context.waiting
         if case .wire(let id, _) = context.requester, !waiting.contains(id) { waiting.append(id) }
         pending[serial] = PendingStep(requester: context.requester, attempt: context.attempt, namespace: ns.name,
-                                      kind: kind, waiting: waiting, events: context.events)
+                                      kind: kind, waiting: waiting, events: context.events, writes: context.proposedWrites)
         ns.replica?.pendingSteps += 1
         context.events = []
         context.step = serial
@@ -147,30 +154,41 @@ extension Engine {
             limitEvents.append(contentsOf: step.events)
             complete(step, now: now)
         case .aborted(.dataStale):
-            answer(step, .failure(.dataStale))
+            answer(step, .failure(.dataStale), now: now)
         case .aborted(.repropose):
             let limit = configuration.replication?.maxReproposals ?? 0
             guard step.attempt < limit else {
-                return answer(step, .failure(.unavailable("the write conflicted with concurrent writes \(step.attempt + 1) times; retry")))
+                return answer(step, .failure(.unavailable("the write conflicted with concurrent writes \(step.attempt + 1) times; retry")), now: now)
             }
             run(step.requester, attempt: step.attempt + 1, waiting: step.waiting, now: now)
         case .failed(let error):
-            answer(step, .failure(error))
+            answer(step, .failure(error), now: now)
         case .notOwner:
-            answer(step, .failure(.unavailable("the session moved to another node")))
+            answer(step, .failure(.unavailable("the session moved to another node")), now: now)
         }
     }
 
     /// The step's entry committed, the store took its change, or its barrier passed.
     func complete(_ step: PendingStep, now: Int64) {
-        guard case let .wire(id, request) = step.requester else { return }
         switch step.kind {
-        case .barrier: run(step.requester, attempt: step.attempt, barrierPassed: true, waiting: step.waiting, now: now)
-        case .proposal, .session: reply(request.number, .success(.empty), to: id)
+        case .barrier:
+            return run(step.requester, attempt: step.attempt, barrierPassed: true, waiting: step.waiting, now: now)
+        case .limitedRead:
+            return run(step.requester, attempt: step.attempt, barrierPassed: true, usesCommitted: true, waiting: step.waiting, now: now)
+        case .proposal, .session:
+            break
+        }
+        switch step.requester {
+        case let .wire(id, request): reply(request.number, .success(.empty), to: id)
+        case let .direct(ticket, name, request): completeDirect(ticket, namespace: name, request, writes: step.writes, now: now)
+        case .heldRun: break
         }
     }
 
-    func answer(_ step: PendingStep, _ result: Result<ReplyData, EngineError>) {
+    func answer(_ step: PendingStep, _ result: Result<ReplyData, EngineError>, now: Int64) {
+        if case let .direct(ticket, name, request) = step.requester, case .failure(let error) = result {
+            return failDirect(ticket, namespace: name, request, error, now: now)
+        }
         guard case let .wire(id, request) = step.requester, connections[id] != nil else { return }
         reply(request.number, result, to: id)
     }
@@ -196,6 +214,8 @@ enum Requester {
     case wire(ConnectionID, NumberedRequest)
     /// The owner running a held session's ops.
     case heldRun(namespace: String, session: String)
+    /// A REST request or stream (`Engine+Direct`), answered through its ticket.
+    case direct(DirectTicket, namespace: String, DirectRequest)
 }
 
 /// The request being evaluated in replicated mode: what its checks read, the limit usage it
@@ -215,6 +235,10 @@ final class ProposalContext {
     var events: [LimitEvent] = []
     /// The step the request created, if any.
     var step: UInt64?
+    /// The writes it proposed (a REST write answers with them once they commit).
+    var proposedWrites: [(Path, Node)] = []
+    /// A limited read whose use committed: serve it without using the limit again.
+    var usesCommitted = false
 
     init(requester: Requester, attempt: Int, waiting: [ConnectionID]) {
         self.requester = requester
@@ -230,6 +254,8 @@ struct PendingStep {
         case proposal(label: String)
         case session
         case barrier
+        /// A limited read's use (a `limitUsage` entry): once it commits, the read is served.
+        case limitedRead
     }
 
     var requester: Requester
@@ -239,6 +265,7 @@ struct PendingStep {
     /// Connections whose next request waits for it.
     var waiting: [ConnectionID]
     var events: [LimitEvent]
+    var writes: [(Path, Node)] = []
 
     var label: String? {
         if case .proposal(let label) = kind { return label }

@@ -35,10 +35,19 @@ extension Engine {
                       ifMatch: (path: Path, etag: String)? = nil)
         -> Result<[(Path, Node)], EngineError>
     {
-        // Replicated, REST writes are not proposed yet (docs/scaling.md, "What remains").
-        if configuration.replication != nil { return .failure(.unavailable("REST writes are not replicated yet")) }
+        // Replicated, a write goes through the log: `submitWrite` answers it when it committed.
+        if configuration.replication != nil { return .failure(.unavailable("a replicated node answers REST writes through submitWrite")) }
         let ns = namespace(name)
         defer { releaseIfIdle(ns) }
+        // A single node commits at once: there is always a result.
+        return checkedWrite(operation, at: path, in: ns, credentials: credentials, now: now, ifMatch: ifMatch)
+            ?? .failure(.unavailable("the write was proposed"))
+    }
+
+    /// A REST write's checks in order (values, rules, `if-match`, limits), then `finish`: one node
+    /// commits it; replicated, it is proposed (nil) and answered when it commits.
+    func checkedWrite(_ operation: DirectWrite, at path: Path, in ns: Namespace, credentials: Credentials, now: Int64,
+                      ifMatch: (path: Path, etag: String)?) -> Result<[(Path, Node)], EngineError>? {
         let prepared: Result<[(Path, Node)], EngineError>
         switch operation {
         case .set(let json):
@@ -54,18 +63,17 @@ extension Engine {
         guard mayWrite(writes, credentials: credentials, in: ns, now: now) else { return .failure(.permissionDenied) }
         if let ifMatch, let refusal = checkExpected(ifMatch.etag, at: ifMatch.path, in: ns, etag: true) { return .failure(refusal) }
         if let refusal = useWriteLimits(writes.map(\.0), credentials: credentials, in: ns, now: now) { return .failure(refusal) }
-        commitWrite(writes, in: ns, identity: credentials.identity, label: "rest")
-        return .success(writes)
+        return finish(writes, in: ns, credentials: credentials, label: "rest")
     }
 }
 
 extension Engine {
-    /// Replicated, a read outside the wire protocol is served from the replica only while this
-    /// node follows the namespace and has caught up with its log; before that the replica would
-    /// answer with old data (or none), so the read is refused (docs/scaling.md, "What remains").
+    /// Replicated, these synchronous reads are served from the replica only while this node
+    /// follows the namespace and has caught up with its log; before that the replica would answer
+    /// with old data (or none), so they are refused. `submitRead` and `submitStream` wait for it.
     func replicaRefusal(_ name: String) -> EngineError? {
         guard configuration.replication != nil, namespaces[name]?.replica?.serving != true else { return nil }
-        return .unavailable("this node does not serve namespace \(name) yet (it follows a namespace while a WebSocket client of it is connected here); retry")
+        return .unavailable("this node does not serve namespace \(name) yet; retry")
     }
 
     /// Opens a streaming read (REST `text/event-stream`): a connection with no wire protocol that
@@ -84,13 +92,18 @@ extension Engine {
         }
         let connection = Connection(id: id, namespace: name, sessionID: "stream-\(id.raw)")
         connection.credentials = credentials
-        let listener = Listener(connection: id, path: path, tag: nil, query: query.isDefault ? nil : query)
-        connection.listens[ListenKey(path: path, queryIdentity: query.identity)] = Listen(listener: listener, rawQuery: nil, spec: query)
         connections[id] = connection
         ns.connectionCount += 1
-        if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
-        ns.listeners.add(listener)
-        emit(.data(path: path, value: value, tag: nil), to: id)
+        attachStream(connection, path: path, query: query, value: value, in: ns)
         return .success(())
+    }
+
+    /// A stream's connection starts listening: its first message is the whole current value.
+    func attachStream(_ connection: Connection, path: Path, query: QuerySpec, value: Node, in ns: Namespace) {
+        let listener = Listener(connection: connection.id, path: path, tag: nil, query: query.isDefault ? nil : query)
+        connection.listens[ListenKey(path: path, queryIdentity: query.identity)] = Listen(listener: listener, rawQuery: nil, spec: query)
+        if case .user(_, let expiresAt?) = connection.credentials { scheduleTokenExpiry(expiresAt) }
+        ns.listeners.add(listener)
+        emit(.data(path: path, value: value, tag: nil), to: connection.id)
     }
 }

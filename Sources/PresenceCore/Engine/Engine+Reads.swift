@@ -40,6 +40,7 @@ extension Engine {
         case .success(let read): value = read
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
+        if awaitsLog { return } // replicated: its limit use is proposed; it listens once that commits
         let listener = Listener(connection: id, path: path, tag: tagged ? tag : nil, query: tagged ? spec : nil)
         if let previous { ns.listeners.remove(previous.listener) }
         ns.listeners.add(listener)
@@ -69,6 +70,7 @@ extension Engine {
         }
         switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
                            filtered: true, connection: connection) {
+        case .success where awaitsLog: return // replicated: served once its limit use commits
         case .success(let value): reply(number, .success(.node(value)), to: id)
         case .failure(let error): reply(number, .failure(error), to: id)
         }
@@ -104,7 +106,7 @@ extension Engine {
             return .failure(refuse(.read, "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); \(remedy)",
                                    connection: connection))
         }
-        if countsAsUse, let refusal = useLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
+        if countsAsUse, let refusal = useReadLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
         return .success(answer)
     }
 

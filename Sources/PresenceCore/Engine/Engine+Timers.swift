@@ -22,6 +22,7 @@ extension Engine {
         guard let earliest = earliestDeadline, earliest <= now else { return }
         earliestDeadline = nil
         if let next = runDueHeldOps(now: now) { scheduleDeadline(next) }
+        expireDirectWaits(now: now)
         // No token can have expired before the earliest expiry scheduled (it may be stale-early).
         guard let expiry = nextTokenExpiry else { return }
         guard expiry <= now else {

@@ -77,6 +77,8 @@ public final class Engine {
     var recentRuns = RecentRuns()
     /// Sessions asked of the store with TAKEOVER, and the connection that asked.
     var awaitingTakeover: [String: ConnectionID] = [:]
+    /// REST requests and streams answered through tickets (`Engine+Direct`).
+    var direct = DirectRequests()
 
     public init(
         configuration: Configuration = Configuration(),

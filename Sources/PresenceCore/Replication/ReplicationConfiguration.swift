@@ -15,10 +15,14 @@ public struct ReplicationConfiguration: Sendable, Equatable {
     /// How long a committed run of held ops is remembered, so that a session adopted or taken over
     /// afterwards (its record was not dropped yet) is not run twice.
     public var recentRunsMilliseconds: Int64
+    /// How long a REST request or stream waits for its namespace to be loaded on this node (it
+    /// follows the namespace for it) before it is answered `unavailable`.
+    public var loadWaitMilliseconds: Int64
 
     public init(node: String, windowCapacity: UInt64 = VersionWindow.defaultCapacity, maxReproposals: Int = 3,
-                readBarrier: Bool = false, recentRunsMilliseconds: Int64 = 60_000) {
+                readBarrier: Bool = false, recentRunsMilliseconds: Int64 = 60_000, loadWaitMilliseconds: Int64 = 15_000) {
         self.node = node
+        self.loadWaitMilliseconds = loadWaitMilliseconds
         self.windowCapacity = windowCapacity
         self.maxReproposals = maxReproposals
         self.readBarrier = readBarrier

@@ -11,12 +11,17 @@ enum MaskTap {
         presence_tap_accepted(Int32(truncatingIfNeeded: Int(bitPattern: input)))
     }
 
-    /// The connection on `wsi` is a WebSocket now; returns its socket.
-    static func established(_ wsi: OpaquePointer) -> Int32 {
+    /// The connection on `wsi` is a WebSocket now, known to the server as `id`; returns its socket.
+    static func established(_ wsi: OpaquePointer, id: UInt64) -> Int32 {
         let socket = lws_get_socket_fd(wsi)
+        presence_tap_set_owner(socket, id)
         presence_tap_established(socket)
         return socket
     }
+
+    /// The id of the WebSocket connection on `socket` (the tap's handler knows sockets, not ids;
+    /// the tap keeps a slot per descriptor anyway, so no table of our own): 0 for none.
+    static func owner(_ socket: Int32) -> UInt64 { presence_tap_owner(socket) }
 
     static func sawUnmaskedFrame(_ socket: Int32) -> Bool { presence_tap_unmasked(socket) != 0 }
 

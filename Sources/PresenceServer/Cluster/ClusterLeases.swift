@@ -70,6 +70,7 @@ extension ClusterLink {
     func beatAll() {
         guard !fenced, !runtime.isStopping else { return }
         let now = clock.milliseconds()
+        beatDirectory()
         for member in members.values {
             guard let lease = member.lease, let monitor = member.monitor else { continue }
             if monitor.isFenced(at: now) {
@@ -136,6 +137,7 @@ extension ClusterLink {
     /// A graceful stop: LEAVE every namespace (its live sessions count as disconnected now and are
     /// adopted by the survivors), then `done`, at the latest after the Redis timeout.
     func leaveAll(_ done: @escaping () -> Void) {
+        if !fenced { directory.nodes.leave { _ in } }
         let leases = fenced ? [] : members.values.compactMap(\.lease)
         guard !leases.isEmpty else { return done() }
         var remaining = leases.count

@@ -34,6 +34,8 @@ final class ClusterLink {
     private(set) var connectedSince: Int64?
     private(set) var fenced = false
     let metrics = ClusterMetrics()
+    /// The operators' node list and forwarded kicks (ClusterDirectory.swift).
+    let directory: ClusterDirectory
     /// For `/readyz`: connected to Redis and not fenced.
     var isReady: Bool { connectedSince != nil && !fenced }
     var beatTimer: LoopTimer?
@@ -57,12 +59,13 @@ final class ClusterLink {
                                                         commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
                                                         clientName: name + " tail"))
         tail = RedisLogTail(connection: tailConnection)
+        directory = ClusterDirectory(connection: commands, nodeID: settings.nodeID)
     }
 
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
     func start() {
         for script in [RedisScripts.create, RedisScripts.sequence, RedisScripts.join, RedisScripts.beat, RedisScripts.leave,
-                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover] {
+                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave] {
             commands.register(script)
         }
         commands.onEvent = { [unowned self] event in runtime.dispatch { connectionEvent(event) } }
@@ -72,6 +75,7 @@ final class ClusterLink {
         let timer = runtime.makeTimer { [unowned self] in beatAll() }
         beatTimer = timer
         timer.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
+        beatDirectory() // in the node list at once, not after a beat period
         deferredTimer = runtime.makeTimer { [unowned self] in
             let jobs = deferred
             deferred = []
@@ -199,6 +203,9 @@ final class ClusterLink {
             do {
                 try engine.apply(entry, namespace: member.name, now: now)
             } catch {
+                // Released by this very batch (a REST request answered, nothing else holds the
+                // namespace): its `unfollow` comes with this step.
+                if case .notFollowed = error { break }
                 failFollowing(member, "revision \(entry.rev): \(error)")
                 break
             }

@@ -10,8 +10,14 @@ final class ClusterMetrics {
     private let pendingSteps = CoreMetrics.Gauge(label: "presence_cluster_pending_steps")
     private let failedCommands = CoreMetrics.Counter(label: "presence_cluster_redis_failed_commands_total")
     private let reconnects = CoreMetrics.Counter(label: "presence_cluster_redis_connects_total")
+    /// SEQ and node-list beats, sent to answered (a histogram: `_bucket`, `_sum`, `_count`).
+    private let redisRoundTrip = CoreMetrics.Timer(label: "presence_cluster_redis_round_trip_seconds")
     private var exportedFailures = 0
     private var exportedConnects = 0
+
+    func roundTrip(since sent: UInt64) {
+        redisRoundTrip.recordNanoseconds(Int64(clamping: MonotonicClock.nanoseconds() &- sent))
+    }
 
     /// Records the link's state now (called when `/metrics` is scraped).
     func record(_ link: ClusterLink) {

@@ -11,11 +11,12 @@ extension ClusterLink {
         case .none: .none
         case .own(let session): .own(session)
         }
+        let sent = MonotonicClock.nanoseconds()
         member.log.append(node: settings.nodeID, epoch: epoch, payload: proposal.payload, claim: claim) { [unowned self] result in
             runtime.dispatch {
                 switch result {
                 case .success(.appended):
-                    break
+                    metrics.roundTrip(since: sent)
                 case .success(.notOwner):
                     answer { engine.proposalFailed(proposal.origin, .notOwner, now: $0) }
                 case .success(.epochMismatch(let current)):

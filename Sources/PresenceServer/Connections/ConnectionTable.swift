@@ -4,7 +4,6 @@
 final class ConnectionTable {
     private var connections: [UInt64: ShellConnection] = [:]
     private var byAddress: [String: Int] = [:]
-    private var bySocket: [Int32: UInt64] = [:]
     private var lastID: UInt64 = 0
     /// Distinct User-Agent values seen (bounded), so connections share one copy.
     private var userAgents: [String: String] = [:]
@@ -22,19 +21,14 @@ final class ConnectionTable {
 
     func liveConnections(from address: String) -> Int { byAddress[address, default: 0] }
 
-    /// The connection on a socket (the frame tap knows sockets, not ids).
-    func connection(onSocket socket: Int32) -> ShellConnection? { bySocket[socket].flatMap { connections[$0] } }
-
     func insert(_ connection: ShellConnection) {
         connections[connection.id] = connection
         byAddress[connection.remote, default: 0] += 1
-        if connection.socket >= 0 { bySocket[connection.socket] = connection.id }
     }
 
     @discardableResult
     func remove(_ id: UInt64) -> ShellConnection? {
         guard let connection = connections.removeValue(forKey: id) else { return nil }
-        if bySocket[connection.socket] == id { bySocket.removeValue(forKey: connection.socket) }
         if let count = byAddress[connection.remote] {
             if count <= 1 { byAddress.removeValue(forKey: connection.remote) } else { byAddress[connection.remote] = count - 1 }
         }

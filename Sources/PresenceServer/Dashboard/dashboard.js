@@ -196,6 +196,9 @@
     cell(tr, "ns").textContent = c.namespace;
     cell(tr, "presence");
     cell(tr, "session mono").textContent = c.session;
+    var node = cell(tr, "node mono");
+    node.textContent = c.node ? PresenceNodes.shortName(c.node) : "this node";
+    if (c.node) node.title = c.node;
     cell(tr, "remote mono").textContent = (c.remote || "–").replace(/^::ffff:/, "");
     var client = cell(tr, "client");
     client.textContent = clientLabel(c);
@@ -257,7 +260,7 @@
       });
     }
     known = seen;
-    emptyRow(rowsBody, 14, list.length ? null : filtersActive() ? "No connections match the filters." : "No one is connected.");
+    emptyRow(rowsBody, 15, list.length ? null : filtersActive() ? "No connections match the filters." : "No one is connected.");
     var total = data.total != null ? data.total : list.length;
     $("shown").textContent = total > list.length ? "showing " + list.length + " of " + total : total + " shown";
   }
@@ -406,7 +409,7 @@
     var since = samples.length ? "?since=" + samples[samples.length - 1].t : "";
     polls++;
     Promise.all([api("/stats"), api("/connections?" + filterQuery(500)), wantUsers ? api("/users?" + filterQuery(500)) : null,
-                 api("/activity" + since)])
+                 api("/activity" + since), wantUsers ? api("/nodes") : null])
       .then(function (results) {
         failures = 0;
         showBanner("");
@@ -415,6 +418,7 @@
         if (results[2]) renderUsers(results[2]);  // first: the connection rows show each user's presence
         renderConnections(results[1]);
         addSamples(results[3]);
+        if (results[4]) PresenceNodes.render(results[4]);
         setStatus("live · updated " + clock(new Date()), "live");
       })
       .catch(fail)
@@ -430,8 +434,8 @@
     button.textContent = "Kicking…";
     api("/connections/" + encodeURIComponent(c.session) + "/close", {
       method: "POST", body: JSON.stringify(reason ? { reason: reason } : {})
-    }).then(function () {
-      logEvent([{ text: "kicked ", bold: false }, { text: label(c), bold: true },
+    }).then(function (answer) {
+      logEvent([{ text: answer && answer.forwarded ? "kick forwarded to its node: " : "kicked ", bold: false }, { text: label(c), bold: true },
                 { text: " (" + c.session + ")" + (reason ? ": " + reason : "") }]);
     }).catch(function (err) {
       logEvent([{ text: "kick failed for " }, { text: label(c), bold: true }, { text: ": " + err.message }]);

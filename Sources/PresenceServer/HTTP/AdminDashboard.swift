@@ -1,5 +1,5 @@
 /// The operator dashboard served at `GET /.admin/` (and `/.admin`): a web page in `Dashboard/`
-/// (`index.html`, `dashboard.css`, `chart.js`, `dashboard.js`), its stylesheet and scripts served
+/// (`index.html`, `dashboard.css`, `chart.js`, `nodes.js`, `dashboard.js`), its stylesheet and scripts served
 /// beside it because the server's security headers (lws's best-practice CSP: `script-src 'self';
 /// style-src 'self'`) forbid inline ones. Nothing is fetched from anywhere else; no frameworks.
 ///
@@ -21,6 +21,7 @@ enum AdminDashboard {
         case "/.admin/dashboard.css": ("text/css; charset=utf-8", stylesheet)
         case "/.admin/dashboard.js": ("text/javascript; charset=utf-8", script)
         case "/.admin/chart.js": ("text/javascript; charset=utf-8", chartScript)
+        case "/.admin/nodes.js": ("text/javascript; charset=utf-8", nodesScript)
         default: nil
         }
     }
@@ -29,4 +30,5 @@ enum AdminDashboard {
     static let stylesheet = String(decoding: PackageResources.dashboard_css, as: UTF8.self)
     static let script = String(decoding: PackageResources.dashboard_js, as: UTF8.self)
     static let chartScript = String(decoding: PackageResources.chart_js, as: UTF8.self)
+    static let nodesScript = String(decoding: PackageResources.nodes_js, as: UTF8.self)
 }

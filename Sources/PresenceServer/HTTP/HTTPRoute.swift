@@ -23,6 +23,7 @@ final class HTTPRoute {
     private let steps: EngineSteps
     private let storage: StorageLink
     private var bodies: RequestBodies<OpaquePointer>
+    private let pending = PendingAnswers()
     private var refusals = RefusalLog()
     private var lateBodies = RefusalLog()
     private var deadlineTimer: LoopTimer!
@@ -43,6 +44,7 @@ final class HTTPRoute {
                                              timeoutMilliseconds: Int64(configuration.httpTimeoutSeconds) * 1_000,
                                              minBytesPerSecond: Self.minBodyBytesPerSecond))
         deadlineTimer = runtime.makeTimer { [unowned self] in expireBodies() }
+        steps.onDirectOutcomes = { [unowned self] outcomes, sequence in deliver(outcomes, after: sequence) }
     }
 
     /// A body's deadline allows its length at this rate (512 kbit/s) on top of `--http-timeout`.
@@ -60,20 +62,59 @@ final class HTTPRoute {
         if let response = operators.route(request) {
             return responder.respond(wsi, response, after: steps.run())
         }
-        if let refusal = storageRefusal(request) { return responder.respond(wsi, refusal) }
+        if let refusal = storageRefusal(request) ?? namespaceRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
         case .failure(let refusal)?: return responder.respond(wsi, refusal.response)
         case nil: break
         }
-        let response = rest.handle(request, now: WallClock.nowMilliseconds())
-        return responder.respond(wsi, response, after: steps.run())
+        return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
+    }
+
+    /// A REST answer: a response now, or (replicated) one made when the ticket's outcome arrives.
+    private func respond(_ wsi: OpaquePointer, _ answer: RESTAnswer) -> Int32 {
+        switch answer {
+        case .response(let response):
+            return responder.respond(wsi, response, after: steps.run())
+        case let .pending(ticket, finish):
+            wait(for: ticket, .response(wsi, finish))
+            return 0
+        }
+    }
+
+    /// Keeps the connection open, unpolled, until the outcome arrives (bounded by the engine).
+    private func wait(for ticket: DirectTicket, _ waiter: PendingAnswers.Waiter) {
+        pending.add(ticket, waiter)
+        LWSWrite.keepOpen(waiter.wsi)
+        LWSWrite.pauseHTTP(waiter.wsi)
+        steps.run()
+    }
+
+    /// Outcomes of requests answered through tickets.
+    private func deliver(_ outcomes: [(DirectTicket, DirectOutcome)], after sequence: UInt64?) {
+        for (ticket, outcome) in outcomes {
+            switch pending.take(ticket) {
+            case nil:
+                continue // the client left meanwhile
+            case let .response(wsi, finish)?:
+                _ = responder.respond(wsi, finish(outcome), after: sequence)
+            case let .stream(wsi, id, request)?:
+                switch outcome.done {
+                case .success?:
+                    if !begin(id: id, wsi: wsi, request) { LWSWrite.drop(wsi) }
+                case .failure(let error)?:
+                    _ = responder.respond(wsi, .refusal(for: error), after: sequence)
+                case nil:
+                    _ = responder.respond(wsi, .error(500, "Internal error: the stream's outcome is of another kind"), after: sequence)
+                }
+            }
+        }
     }
 
     /// A request with a body: checked from its head, then its body is read or dropped.
     private func admitBody(of request: HTTPRequest, length: Int, on wsi: OpaquePointer) -> Int32 {
         let now = WallClock.nowMilliseconds()
-        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? precheck(request, now: now) {
+        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? namespaceRefusal(request) ?? precheck(request, now: now) {
             return refuse(wsi, refusal, length: length, request: request)
         }
         let admission = bodies.admit(wsi, request: request, length: length, now: now)
@@ -95,6 +136,13 @@ final class HTTPRoute {
         var response = HTTPResponse.error(503, StorageLink.unavailableMessage)
         response.headers.append(("Retry-After", "5"))
         return response
+    }
+
+    /// A cluster keeps each namespace under Redis keys, which bound its name (as for WebSockets).
+    private func namespaceRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard engine.nodeID != nil, request.path.hasSuffix(".json"), let ns = request.query["ns"],
+              ns.utf8.count > WebSocketRoute.maxClusterNamespaceBytes else { return nil }
+        return .error(400, "Namespace names are at most \(WebSocketRoute.maxClusterNamespaceBytes) bytes on a cluster")
     }
 
     /// What the head alone tells: operators need the admin credential; REST routes, methods,
@@ -151,8 +199,8 @@ final class HTTPRoute {
         case .refused?: return -1  // its answer went out, and the client has sent everything
         case nil: return 0
         }
-        let response = operators.route(request) ?? rest.handle(request, now: WallClock.nowMilliseconds())
-        return responder.respond(wsi, response, after: steps.run())
+        if let response = operators.route(request) { return responder.respond(wsi, response, after: steps.run()) }
+        return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
     }
 
     /// Bodies past their deadline: their connections are dropped (a refused one has its answer).
@@ -170,18 +218,31 @@ final class HTTPRoute {
     /// table: 401, 429 with `Retry-After`, 400, …) and queues the first `put`.
     private func open(_ request: StreamRequest, on wsi: OpaquePointer) -> Int32 {
         let id = table.nextID()
-        let opened = engine.openStream(ConnectionID(id), path: request.path, namespace: request.namespace,
-                                       credentials: request.credentials, query: request.query, now: WallClock.nowMilliseconds())
-        if case .failure(let error) = opened {
+        let opened = engine.submitStream(ConnectionID(id), path: request.path, namespace: request.namespace,
+                                         credentials: request.credentials, query: request.query, now: WallClock.nowMilliseconds())
+        switch opened {
+        case .later(let ticket):
+            // Replicated: it opens once the namespace is loaded here (and a limited read's use committed).
+            wait(for: ticket, .stream(wsi, id: id, request: request))
+            return 0
+        case .now(.stream(.failure(let error))):
             return responder.respond(wsi, .refusal(for: error), after: steps.run())
+        case .now:
+            guard begin(id: id, wsi: wsi, request) else { return -1 }
+            steps.run()
+            return 0
         }
+    }
+
+    /// The stream's head goes out and it takes its engine messages; false when lws failed (the
+    /// engine forgets it; close the connection).
+    private func begin(id: UInt64, wsi: OpaquePointer, _ request: StreamRequest) -> Bool {
         guard streams.begin(id: id, wsi: wsi, location: request.path) else {
             engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
-            return -1
+            return false
         }
         logger.info("stream opened", metadata: ["stream": "\(id)", "path": "\(request.path)", "ns": "\(request.namespace)"])
-        steps.run()
-        return 0
+        return true
     }
 
     func writeable(_ wsi: OpaquePointer) -> Int32 {
@@ -193,6 +254,10 @@ final class HTTPRoute {
         MaskTap.closed(wsi)
         responder.closed(wsi)
         bodies.closed(wsi)
+        if case .stream(_, let waiting, _)? = pending.closed(wsi) {
+            engine.disconnect(ConnectionID(waiting), now: WallClock.nowMilliseconds())
+            steps.run()
+        }
         guard let id = streams.closed(wsi) else { return }
         engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
         logger.info("stream closed", metadata: ["stream": "\(id)"])

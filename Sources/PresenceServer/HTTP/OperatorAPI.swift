@@ -50,7 +50,7 @@ final class OperatorAPI {
             return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
         case "/metrics":
             if let cluster { cluster.metrics.record(cluster) }
-            let text = metrics.render(engine: engine, liveConnections: table.count)
+            let text = metrics.render(engine: engine, liveConnections: table.count) + clusterMetricsText()
             return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: text)
         default:
             break
@@ -80,6 +80,8 @@ final class OperatorAPI {
             return user(parts[2], request: request)
         case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":
             return resetLimit(uid: parts[2], limit: parts[4], request: request)
+        case ("GET", "nodes") where parts.count == 2:
+            return nodesResponse()
         case ("GET", "stats") where parts.count == 2:
             return stats()
         default:
@@ -97,6 +99,7 @@ final class OperatorAPI {
             ("connectedAt", .number(Double(shell.connectedAt))), ("lastFrameAt", .number(Double(shell.lastFrameAt))),
             ("listeners", .number(Double(snapshot.listeners))), ("onDisconnectOps", .number(Double(snapshot.onDisconnectOps))),
             ("bytesIn", .number(Double(shell.bytesIn))), ("bytesOut", .number(Double(shell.bytesOut))),
+            ("node", optional(nodeID)),
         ])
     }
 
@@ -117,15 +120,16 @@ final class OperatorAPI {
         let next: JSON = start + limit < all.count ? .string(String(start + limit)) : .null
         let body: JSON = .object([
             ("connections", .array(page.compactMap(connectionJSON))), ("total", .number(Double(all.count))), ("nextCursor", next),
+            ("node", nodeID.map { .string($0) } ?? .null),
         ])
         return .json(200, JSONWriter.string(body))
     }
 
     func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
+        let reason = String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
         guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else {
-            return .error(404, "no such session")
+            return forwardClose(session: session, reason: reason)
         }
-        let reason = (try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue ?? "closed by an operator"
         logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
         outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
                         .close(id, code: .closedByOperator, reason: reason)])
@@ -178,7 +182,7 @@ final class OperatorAPI {
             ("messagesIn", .number(Double(messagesIn))), ("messagesOut", .number(Double(outbox.messagesSent))),
             ("bytesIn", .number(Double(bytesIn))), ("bytesOut", .number(Double(outbox.bytesSent))),
             ("writes", .number(Double(engine.counters.writes.values.reduce(0, +)))), ("pushes", .number(Double(outbox.pushes))),
-            ("time", .number(Double(now()))),
+            ("time", .number(Double(now()))), ("node", nodeID.map { .string($0) } ?? .null),
         ])
         return .json(200, JSONWriter.string(body))
     }

@@ -33,6 +33,10 @@ struct DueFrames<Holder: DueFramesHolder> {
 
     var isEmpty: Bool { slots.isEmpty }
 
+    /// Payload bytes due in this turn, all destinations together (until `beginTurn`, which hands
+    /// them to the sends).
+    private(set) var totalBytes = 0
+
     /// Payload bytes due for `holder`.
     func bytes(for holder: Holder) -> Int { holder.dueSlot < 0 ? 0 : slots[Int(holder.dueSlot)].bytes }
 
@@ -41,6 +45,7 @@ struct DueFrames<Holder: DueFramesHolder> {
     mutating func append(_ frame: OutFrame, for holder: Holder) {
         let index = Int32(entries.count)
         entries.append(Entry(frame: frame, next: -1))
+        totalBytes += frame.payloadCount
         if holder.dueSlot < 0 {
             holder.dueSlot = Int32(slots.count)
             slots.append(Slot(holder: holder, first: index, last: index, bytes: frame.payloadCount))
@@ -62,6 +67,7 @@ struct DueFrames<Holder: DueFramesHolder> {
         guard holder.dueSlot >= 0 else { return Chain(entries: [], first: -1) }
         let slot = Int(holder.dueSlot)
         let chain = Chain(entries: entries, first: slots[slot].first)
+        totalBytes -= slots[slot].bytes
         slots[slot].first = -1
         slots[slot].last = -1
         slots[slot].bytes = 0
@@ -74,6 +80,7 @@ struct DueFrames<Holder: DueFramesHolder> {
     mutating func beginTurn() -> Int {
         swap(&entries, &spareEntries)
         swap(&slots, &spareSlots)
+        totalBytes = 0
         for slot in spareSlots { slot.holder.dueSlot = -1 }
         return spareSlots.count
     }

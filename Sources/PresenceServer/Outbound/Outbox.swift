@@ -166,7 +166,7 @@ final class Outbox {
         }
         guard next != nil else { return }
         while let frame = next {
-            connection.queue.append(frame)
+            enqueue(frame, on: connection)
             next = frames.next()
         }
         if connection.queue.exceeds(maxQueuedBytes) { dropSlowReader(connection) } else { LWSWrite.requestWriteable(wsi) }
@@ -179,10 +179,32 @@ final class Outbox {
         return true
     }
 
-    /// The socket closed: its frames due this turn go nowhere.
+    /// The socket closed: its frames due this turn and its queue go nowhere.
     func closed(_ connection: ShellConnection) {
         _ = due.take(for: connection)
+        clearQueue(of: connection)
         if slices.isActive { slices.forget(connection.id) }
+    }
+
+    /// Payload bytes queued for sockets, all connections together.
+    private(set) var queuedBytes = 0
+
+    /// Payload bytes waiting for sockets: queued, or due this turn (the outbound backlog writers
+    /// are pushed back on, `WriterPushback`).
+    var backlogBytes: Int { queuedBytes + due.totalBytes }
+
+    private func enqueue(_ frame: OutFrame, on connection: ShellConnection) {
+        connection.queue.append(frame)
+        queuedBytes += frame.payloadCount
+    }
+
+    private func dequeue(from connection: ShellConnection) {
+        if let frame = connection.queue.popFirst() { queuedBytes -= frame.payloadCount }
+    }
+
+    private func clearQueue(of connection: ShellConnection) {
+        queuedBytes -= connection.queue.bytes
+        connection.queue.removeAll()
     }
 
     /// Storage made every step up to `sequence` durable: release the acks held for them, and what
@@ -198,14 +220,14 @@ final class Outbox {
 
     /// Flush what is queued, then send a close frame with `code` and `reason`.
     func close(_ connection: ShellConnection, _ code: CloseCode, reason: String) {
-        connection.closing = (code.rawValue, reason)
+        connection.closing = ShellConnection.Closing(code: code.rawValue, reason: reason)
         LWSWrite.requestWriteable(connection.wsi)
     }
 
     /// The peer sent a close frame (lws answers it): nothing more is sent, and the close's log line
     /// gives the peer's code.
     func peerClosed(_ connection: ShellConnection, code: Int) {
-        if connection.closing == nil { connection.closing = (code, "peer closed") }
+        if connection.closing == nil { connection.closing = ShellConnection.Closing(code: code, reason: "peer closed") }
         // lws answers the close now: nothing may follow it.
         _ = due.take(for: connection)
     }
@@ -213,7 +235,7 @@ final class Outbox {
     private func dropSlowReader(_ connection: ShellConnection) {
         let queued = connection.queue.bytes + due.bytes(for: connection)
         logger.warning("closing connection \(connection.id): it does not read fast enough (\(queued) bytes queued)")
-        connection.queue.removeAll()
+        clearQueue(of: connection)
         _ = due.take(for: connection)
         connection.lane = DeliveryLane()
         dropped.append(connection.id)
@@ -237,7 +259,7 @@ final class Outbox {
     func writeable(_ id: UInt64) -> Int32 {
         guard let connection = table[id] else { return -1 }
         // Frames due this turn go behind the queue (the flush would otherwise send them first).
-        for frame in due.take(for: connection) { connection.queue.append(frame) }
+        for frame in due.take(for: connection) { enqueue(frame, on: connection) }
         if connection.pingDue, connection.closing == nil {
             connection.pingDue = false
             guard LWSWrite.ping(to: connection.wsi) else { return -1 }
@@ -246,14 +268,14 @@ final class Outbox {
         }
         if let first = connection.queue.first {
             if LWSWrite.isTunnelled(connection.wsi) {
-                _ = connection.queue.popFirst()
+                dequeue(from: connection)
                 guard LWSWrite.text(first, to: connection.wsi) else { return -1 }
                 countSent(frames: 1, bytes: first.payloadCount, on: connection)
             } else {
                 batch.reset()
                 while let frame = connection.queue.first, batch.fits(frame) {
                     batch.append(frame)
-                    _ = connection.queue.popFirst()
+                    dequeue(from: connection)
                 }
                 guard writeBatch(to: connection) else { return -1 }
             }
@@ -278,11 +300,11 @@ final class Outbox {
     /// (1001) does not linger: the context goes right after. Returns what WRITEABLE returns.
     @discardableResult
     func closeNow(_ connection: ShellConnection, code: Int, reason: String) -> Int32 {
-        if connection.closing == nil { connection.closing = (code, reason) }
-        connection.queue.removeAll()
+        if connection.closing == nil { connection.closing = ShellConnection.Closing(code: code, reason: reason) }
+        clearQueue(of: connection)
         _ = due.take(for: connection)
         LWSWrite.close(code: code, reason: reason, to: connection.wsi)
-        connection.closeSentAt = WallClock.nowMilliseconds()
+        connection.closing?.sentAt = WallClock.nowMilliseconds()
         // Read again if its budget had paused it (InboundThrottle): its close must be able to arrive.
         LWSWrite.resumeReading(connection.wsi)
         return code == CloseCode.goingAway.rawValue ? -1 : 0

@@ -27,6 +27,13 @@ final class StorageLink: @unchecked Sendable {
     private var engine: Engine?
     /// Commits are failing: writes are refused until one succeeds (loop thread).
     private(set) var isFailing = false
+    /// The last step handed over, and the last one storage reported durable.
+    private var submittedUpTo: UInt64 = 0
+    private var durableUpTo: UInt64 = 0
+
+    /// Steps (nearly always one write each) handed to storage and not yet reported durable: the
+    /// durable queue writers are pushed back on (`WriterPushback`).
+    var pendingWrites: Int { Int(clamping: submittedUpTo &- min(durableUpTo, submittedUpTo)) }
 
     init(storage: (any StorageEngine)?, logger: Logger, metrics: ServerMetrics) {
         self.storage = storage
@@ -48,7 +55,12 @@ final class StorageLink: @unchecked Sendable {
         self.engine = engine
         let writer = StorageWriter(
             storage: storage,
-            onDurable: { sequence in runtime.post { durable(sequence) } },
+            onDurable: { [unowned self] sequence in
+                runtime.post {
+                    self.durableUpTo = max(self.durableUpTo, sequence)
+                    durable(sequence)
+                }
+            },
             onFailure: { [unowned self] error in runtime.post { self.failed(error) } },
             onRecovery: { [unowned self] seconds in runtime.post { self.recovered(after: seconds) } })
         writer.start()
@@ -63,6 +75,7 @@ final class StorageLink: @unchecked Sendable {
     func submit(_ engine: Engine) -> UInt64? {
         guard writer != nil, let batch = engine.takeJournal() else { return nil }
         turnBatches.append(batch)
+        if let sequence = batch.sequence { submittedUpTo = max(submittedUpTo, sequence) }
         return batch.sequence
     }
 

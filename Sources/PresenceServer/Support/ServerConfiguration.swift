@@ -14,6 +14,12 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeoutSeconds = 60
     /// Outbound bytes queued for one connection before it is closed as too slow.
     public var maxQueuedBytes = 16 * 1_048_576
+    /// Past saturation (`WriterPushback`): over this many writes not yet durable, or this many
+    /// bytes queued for sockets in all, the server stops reading from connections that write
+    /// until half has drained (0 turns a measure off). 5,000 writes is about 150 ms of commits at
+    /// one core's saturation (30–40k writes/s); normal load keeps a few hundred.
+    public var pushbackPendingWrites = 5_000
+    public var pushbackQueuedBytes = 64 * 1_048_576
     /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
     /// and at once (the bucket's size). Over it, the server stops reading from the connection until
     /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB, plus one per

@@ -24,6 +24,10 @@ final class ServerMetrics {
     let storageFailing = CoreMetrics.Gauge(label: "presence_storage_failing")
     /// Times a connection's reading was paused for going over its message budget.
     let throttled = CoreMetrics.Counter(label: "presence_connections_throttled_total")
+    /// Times a writer's reading was paused because the server was past saturation
+    /// (`WriterPushback`), and how many are paused now.
+    let writersPaused = CoreMetrics.Counter(label: "presence_writers_paused_total")
+    let writersPushedBack = CoreMetrics.Gauge(label: "presence_writers_pushed_back")
     private var closedByReason: [String: CoreMetrics.Counter] = [:]
     private var exported = Engine.Counters()
     private var exportedCounters: [String: CoreMetrics.Counter] = [:]

@@ -55,6 +55,9 @@ final class LivenessSweep {
                 if now - sentAt >= Outbox.closeLingerMilliseconds { LWSWrite.drop(connection.wsi) }
                 continue
             }
+            // Pushed back: the server does not read it, so silence says nothing (resuming counts
+            // as hearing from it).
+            if connection.pushedBack { continue }
             switch connection.liveness.check(now: now, pingAfter: pingAfter, hangUpAfter: hangUpAfter, closing: connection.closing != nil) {
             case .none:
                 break

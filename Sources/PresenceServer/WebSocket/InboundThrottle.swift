@@ -1,9 +1,16 @@
 import Logging
 import PresenceLoop
 
-/// Connections whose message budget ran out (`MessageBudget`): reading from them is paused, and
-/// one timer resumes each when its budget has refilled (one timer for all of them, never one per
-/// connection: lws inserts timers with a linear sorted insert).
+/// Where the shell stops reading from a WebSocket connection, for two reasons:
+///
+/// - its message budget ran out (`MessageBudget`): reading resumes when the budget has refilled,
+///   by one timer for all of them (never one per connection: lws inserts timers with a linear
+///   sorted insert);
+/// - it writes while the server is past saturation (`WriterPushback`): reading resumes, for all
+///   of them at once, when the backlog has drained (`backlogChanged`, after each commit report and
+///   each turn).
+///
+/// A connection is read again only when neither holds it.
 final class InboundThrottle {
     private let table: ConnectionTable
     private let logger: Logger
@@ -12,11 +19,19 @@ final class InboundThrottle {
     private var timer: LoopTimer!
     private var timerDueAt: Int64?
     private var logs = RefusalLog()
+    private var pushbackLogs = RefusalLog()
+    private var pushback: WriterPushback
+    /// What the server has queued now (writes not yet durable, outbound bytes).
+    private let backlog: () -> WriterPushback.Backlog
 
-    init(table: ConnectionTable, logger: Logger, metrics: ServerMetrics, runtime: LoopRuntime) {
+    init(table: ConnectionTable, logger: Logger, metrics: ServerMetrics, runtime: LoopRuntime,
+         pushback: WriterPushback = WriterPushback(maxPendingWrites: 0, maxQueuedBytes: 0),
+         backlog: @escaping () -> WriterPushback.Backlog = { WriterPushback.Backlog() }) {
         self.table = table
         self.logger = logger
         self.metrics = metrics
+        self.pushback = pushback
+        self.backlog = backlog
         timer = runtime.makeTimer { [unowned self] in
             timerDueAt = nil
             resumeDue()
@@ -24,6 +39,45 @@ final class InboundThrottle {
     }
 
     var pausedCount: Int { paused.count }
+    /// Writers not read from now because the server is past saturation.
+    var pushedBackCount: Int { pushback.paused.count }
+
+    /// `connection` sent a write, now handled: pause reading from it when the server is past
+    /// saturation.
+    func wrote(_ connection: ShellConnection) {
+        guard pushback.isEnabled, connection.closing == nil, pushback.wrote(connection.id, backlog: backlog()) else { return }
+        if pushback.paused.count == 1 {
+            let now = WallClock.nowMilliseconds()
+            let queued = backlog()
+            if let line = pushbackLogs.note("past saturation (\(queued.pendingWrites) writes not yet durable, \(queued.queuedBytes) bytes queued for sockets): the server stops reading from connections that write until half of it has drained (--pushback-pending-writes \(pushback.maxPendingWrites), --pushback-queued-bytes \(pushback.maxQueuedBytes))", now: now) {
+                logger.notice("\(line)")
+            }
+        }
+        connection.pushedBack = true
+        if paused[connection.id] == nil { LWSWrite.pauseReading(connection.wsi) }
+        metrics.writersPaused.increment()
+        metrics.writersPushedBack.record(pushback.paused.count)
+    }
+
+    /// The backlog may have shrunk (a commit was reported, a turn's sends went out): once it has
+    /// drained, read again from every writer paused for it. True when some were (outside an lws
+    /// callback, lws must then be woken to read what it buffered for them).
+    @discardableResult
+    func backlogChanged() -> Bool {
+        guard pushback.isPushingBack else { return false }
+        let resumed = pushback.backlogChanged(backlog())
+        guard !resumed.isEmpty else { return false }
+        let now = WallClock.nowMilliseconds()
+        for id in resumed {
+            guard let connection = table[id] else { continue }
+            connection.pushedBack = false
+            // Not read meanwhile, so not heard: the liveness sweep starts counting again now.
+            connection.liveness.heard(at: now)
+            if paused[id] == nil, connection.closing == nil { LWSWrite.resumeReading(connection.wsi) }
+        }
+        metrics.writersPushedBack.record(pushback.paused.count)
+        return true
+    }
 
     /// Charges `bytes` (and a message, when it `ends` one, with the loop time its handling took)
     /// to the connection; pauses reading from it when its budget is exhausted.
@@ -46,7 +100,10 @@ final class InboundThrottle {
         arm(resumeAt, now: now)
     }
 
-    func closed(_ id: UInt64) { paused.removeValue(forKey: id) }
+    func closed(_ id: UInt64) {
+        paused.removeValue(forKey: id)
+        pushback.closed(id)
+    }
 
     private func arm(_ at: Int64, now: Int64) {
         if let due = timerDueAt, due <= at { return }
@@ -60,7 +117,9 @@ final class InboundThrottle {
         for (id, at) in paused {
             if at <= now {
                 paused.removeValue(forKey: id)
-                if let connection = table[id], connection.closing == nil { LWSWrite.resumeReading(connection.wsi) }
+                if let connection = table[id], connection.closing == nil, !connection.pushedBack {
+                    LWSWrite.resumeReading(connection.wsi)
+                }
             } else {
                 next = min(next ?? at, at)
             }

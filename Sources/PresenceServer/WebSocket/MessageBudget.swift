@@ -11,15 +11,19 @@
 struct MessageBudget {
     static let bytesPerToken = 16_384
 
-    let perSecond: Int
-    let burst: Int
     private var tokens: Double
     private var refilledAt: Int64
+    // Kept in 32 bits (the flags are far below): every connection holds a budget.
+    private let perSecondLimit: Int32
+    private let burstLimit: Int32
+
+    var perSecond: Int { Int(perSecondLimit) }
+    var burst: Int { Int(burstLimit) }
 
     init(perSecond: Int, burst: Int, now: Int64) {
-        self.perSecond = perSecond
-        self.burst = max(1, burst)
-        tokens = Double(max(1, burst))
+        perSecondLimit = Int32(clamping: max(0, perSecond))
+        burstLimit = Int32(clamping: max(1, burst))
+        tokens = Double(burstLimit)
         refilledAt = now
     }
 

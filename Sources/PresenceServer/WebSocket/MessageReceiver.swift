@@ -19,32 +19,69 @@ struct MessageReceiver {
         case piecesTooLarge(FrameAssembler.Failure)
     }
 
-    private var buffer: [UInt8] = []
-    private var assembler: FrameAssembler
+    /// A message arriving in fragments, or count-prefixed pieces being joined: held only while
+    /// one is (nearly every message is one whole frame, and every connection pays for this).
+    private final class Partial {
+        var buffer: [UInt8] = []
+        var assembler: FrameAssembler
 
-    init(maxMessageBytes: Int) {
-        assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
+        init(maxMessageBytes: Int) { assembler = FrameAssembler(maxMessageBytes: maxMessageBytes) }
     }
 
-    var maxMessageBytes: Int { assembler.maxMessageBytes }
+    let maxMessageBytes: Int
+    private var partial: Partial?
+
+    init(maxMessageBytes: Int) {
+        self.maxMessageBytes = maxMessageBytes
+    }
 
     /// One received fragment; `messageEnds` when it is the last of its WebSocket message;
     /// `announced`: payload bytes of its frame still to come (the frame header says how many).
     mutating func receive(_ fragment: UnsafeRawBufferPointer, messageEnds: Bool, announced: Int = 0) -> Output {
-        let (total, overflow) = (buffer.count + fragment.count).addingReportingOverflow(announced)
+        let (total, overflow) = ((partial?.buffer.count ?? 0) + fragment.count).addingReportingOverflow(announced)
         if overflow || total > maxMessageBytes {
-            buffer = []
+            partial?.buffer = []
+            forgetIfIdle()
             return .tooLarge
         }
-        buffer.append(contentsOf: fragment)
-        guard messageEnds else { return .nothing }
-        let frame = buffer
-        buffer = []
+        guard messageEnds else {
+            held().buffer.append(contentsOf: fragment)
+            return .nothing
+        }
+        let frame: [UInt8]
+        if let partial, !partial.buffer.isEmpty {
+            partial.buffer.append(contentsOf: fragment)
+            frame = partial.buffer
+            partial.buffer = []
+        } else {
+            frame = Array(fragment)
+        }
+        defer { forgetIfIdle() }
         do {
-            guard case .message(let bytes) = try assembler.accept(frame) else { return .nothing }
+            let output: FrameAssembler.Output
+            if let partial {
+                output = try partial.assembler.accept(frame)
+            } else {
+                var assembler = FrameAssembler(maxMessageBytes: maxMessageBytes)
+                output = try assembler.accept(frame)
+                // A count: the pieces that follow are joined in the held state.
+                if assembler.isCollecting { held().assembler = assembler }
+            }
+            guard case .message(let bytes) = output else { return .nothing }
             return .message(bytes)
         } catch {
             return .piecesTooLarge(error)
         }
+    }
+
+    private mutating func held() -> Partial {
+        if let partial { return partial }
+        let created = Partial(maxMessageBytes: maxMessageBytes)
+        partial = created
+        return created
+    }
+
+    private mutating func forgetIfIdle() {
+        if let held = partial, held.buffer.isEmpty, !held.assembler.isCollecting { partial = nil }
     }
 }

@@ -61,7 +61,7 @@ final class WebSocketRoute {
         user?.storeBytes(of: id, as: UInt64.self)
         let now = WallClock.nowMilliseconds()
         let remote = LWSRead.clientAddress(wsi, trustedProxies: configuration.trustedProxies)
-        let connection = ShellConnection(id: id, wsi: wsi, socket: MaskTap.established(wsi), remote: remote,
+        let connection = ShellConnection(id: id, wsi: wsi, socket: MaskTap.established(wsi, id: id), remote: remote,
                                          userAgent: table.intern(userAgent: LWSRead.header(wsi, WSI_TOKEN_HTTP_USER_AGENT)),
                                          now: now, maxMessageBytes: configuration.maxMessageBytes,
                                          budget: MessageBudget(perSecond: configuration.maxMessagesPerSecond, burst: configuration.messageBurst, now: now))
@@ -173,6 +173,8 @@ final class WebSocketRoute {
             }
         }
         steps.run(writeStartedAt: writeStartedAt)
+        // Past saturation, a writer is read no more until the backlog drains (WriterPushback).
+        if writeStartedAt != nil { throttle.wrote(connection) }
     }
 
     static func isWrite(_ request: Request) -> Bool {
@@ -213,7 +215,7 @@ final class WebSocketRoute {
     /// frame (`MaskTap`): send the close frame RFC 6455 asks for first. Runs inside lws's read of
     /// that socket; lws then drops the connection (or, for a close frame, ends it at once).
     func frameViolation(onSocket socket: Int32) {
-        guard let connection = table.connection(onSocket: socket), connection.closeSentAt == nil,
+        guard let connection = table[MaskTap.owner(socket)], connection.closeSentAt == nil,
               let (code, reason) = MaskTap.violation(socket) else { return }
         logger.notice("closing connection \(connection.id) (\(connection.remote)): it sent a \(reason)")
         outbox.closeNow(connection, code: code, reason: reason)

@@ -21,11 +21,20 @@ public final class RESTHandler {
         self.defaultNamespace = defaultNamespace
     }
 
+    /// A request on a single node, answered at once (a replicated node uses `respond`).
     public func handle(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
+        switch respond(request, now: now) {
+        case .response(let response): return response
+        case .pending: return .error(503, "This node answers through the log; retry")
+        }
+    }
+
+    /// A request: its response now, or (a replicated node) a ticket whose outcome makes it.
+    public func respond(_ request: HTTPRequest, now: Int64) -> RESTAnswer {
         let method: String
         switch effectiveMethod(request) {
         case .success(let resolved): method = resolved
-        case .failure(let refusal): return refusal.response
+        case .failure(let refusal): return .response(refusal.response)
         }
         if request.path == "/.settings/rules.json" {
             return rules(method, request: request, now: now)
@@ -33,14 +42,14 @@ public final class RESTHandler {
         let credentials: Credentials, path: Path
         switch dataTarget(request, now: now) {
         case .success(let target): (credentials, path) = target
-        case .failure(let refusal): return refusal.response
+        case .failure(let refusal): return .response(refusal.response)
         }
         let namespace = namespace(of: request)
         switch method {
         case "GET": return get(path, namespace: namespace, credentials: credentials, request: request, now: now)
         case "PUT", "PATCH", "POST", "DELETE":
             return write(method, path, namespace: namespace, credentials: credentials, request: request, now: now)
-        default: return .error(405, "Method \(ClientInput.quoted(method)) is not allowed")
+        default: return .response(.error(405, "Method \(ClientInput.quoted(method)) is not allowed"))
         }
     }
 
@@ -120,42 +129,59 @@ public final class RESTHandler {
     }
 
     /// `GET` / `PUT /.settings/rules.json?ns=…`, admin only.
-    func rules(_ method: String, request: HTTPRequest, now: Int64) -> HTTPResponse {
+    func rules(_ method: String, request: HTTPRequest, now: Int64) -> RESTAnswer {
         guard case .success(let credentials) = resolveCredentials(request, now: now), credentials.isAdmin,
               request.query["auth_variable_override"] == nil else {
-            return .error(401, "Permission denied: rules need admin credentials")
+            return .response(.error(401, "Permission denied: rules need admin credentials"))
         }
         let namespace = namespace(of: request)
         switch method {
         case "GET":
-            guard let rules = engine.rules(namespace: namespace) else { return .error(404, "No rules document is in force") }
-            if request.query["format"] != "strict", let text = rules.text { return .json(200, text) }
-            return render(rules.document, request: request)
-        case "PUT":
-            // Rules set here would hold on this node only: not until they go through the log.
-            guard engine.nodeID == nil else {
-                return .error(503, "Rules uploads are not replicated yet: set the rules file on every node and reload (SIGHUP)")
+            return RESTAnswer(engine.submitRulesDocument(namespace: namespace, now: now)) { [self] outcome in
+                switch outcome {
+                case .rulesDocument(let rules?):
+                    if request.query["format"] != "strict", let text = rules.text { return .json(200, text) }
+                    return render(rules.document, request: request)
+                case .rulesDocument(nil): return .error(404, "No rules document is in force")
+                case .read(.failure(let error)): return .refusal(for: error)
+                default: return RESTAnswer.mismatch
+                }
             }
-            guard let text = String(validating: request.body, as: UTF8.self) else { return .error(400, "Rules must be UTF-8 text") }
+        case "PUT":
+            guard let text = String(validating: request.body, as: UTF8.self) else { return .response(.error(400, "Rules must be UTF-8 text")) }
+            let ruleSet: RuleSet
             do {
-                let ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(ClientInput.quoted(namespace))")
-                engine.setRules(ruleSet, text: text, namespace: namespace, now: now)
-                return .json(200, "{\"status\":\"ok\"}")
+                ruleSet = try RuleSet.load(text: text, source: "PUT /.settings/rules.json?ns=\(ClientInput.quoted(namespace))")
             } catch {
-                return .error(400, error.description)
+                return .response(.error(400, error.description))
+            }
+            // Replicated, the rules go through the log: answered once they are in force here.
+            return RESTAnswer(engine.submitRules(ruleSet, text: text, namespace: namespace, now: now)) { outcome in
+                switch outcome.done {
+                case .success?: return .json(200, "{\"status\":\"ok\"}")
+                case .failure(let error)?: return .refusal(for: error)
+                case nil: return RESTAnswer.mismatch
+                }
             }
         default:
-            return .error(405, "Rules support GET and PUT")
+            return .response(.error(405, "Rules support GET and PUT"))
         }
     }
 
-    func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
+    func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> RESTAnswer {
         let query: QuerySpec
-        do { query = try QuerySpec(rest: request.query) } catch { return .error(400, error.description) }
-        switch engine.read(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
-                           shallow: request.query["shallow"] == "true") {
-        case .failure(let error): return .refusal(for: error)
-        case .success(let node):
+        do { query = try QuerySpec(rest: request.query) } catch { return .response(.error(400, error.description)) }
+        let answer = engine.submitRead(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
+                                       shallow: request.query["shallow"] == "true")
+        return RESTAnswer(answer) { [self] outcome in render(read: outcome.read, request: request) }
+    }
+
+    /// A `GET`'s response for the read's result.
+    func render(read: Result<Node, EngineError>?, request: HTTPRequest) -> HTTPResponse {
+        switch read {
+        case nil: return RESTAnswer.mismatch
+        case .failure(let error)?: return .refusal(for: error)
+        case .success(let node)?:
             var headers: [(String, String)] = []
             if wantsETag(request) || request.headers["if-none-match"] != nil {
                 let tag = etag(node)
@@ -174,28 +200,23 @@ public final class RESTHandler {
     /// The §8.4 hash of a value, or `null_etag` for no data (§9.3).
     func etag(_ node: Node) -> String { engine.etag(node) }
 
-    /// The ETag of the value at `path` when the caller may read it there; an ETag is a hash of
-    /// the data, so it is never given to someone who may not read the data.
-    func readableETag(_ path: Path, namespace: String, credentials: Credentials, now: Int64) -> String? {
-        guard case .success(let node) = engine.read(path, namespace: namespace, credentials: credentials, now: now) else { return nil }
-        return etag(node)
-    }
-
-    func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> HTTPResponse {
+    func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> RESTAnswer {
         var body: JSON = .null
         if method != "DELETE" {
             do { body = try JSONParser.parse(bytes: request.body) } catch {
-                return .error(400, "Invalid data; couldn't parse JSON object, array, or value. (\(error.description))")
+                return .response(.error(400, "Invalid data; couldn't parse JSON object, array, or value. (\(error.description))"))
             }
         }
         var target = path
         let operation: Engine.DirectWrite
         switch method {
         case "PATCH":
-            guard case .object(let members) = body else { return .error(400, "PATCH needs a JSON object of paths to values") }
+            guard case .object(let members) = body else { return .response(.error(400, "PATCH needs a JSON object of paths to values")) }
             var updates: [Request.Update] = []
             for (key, value) in members {
-                guard let relative = try? Path(key), !relative.isRoot else { return .error(400, "Invalid key in update: \(ClientInput.quoted(key))") }
+                guard let relative = try? Path(key), !relative.isRoot else {
+                    return .response(.error(400, "Invalid key in update: \(ClientInput.quoted(key))"))
+                }
                 updates.append(Request.Update(path: relative, value: value))
             }
             operation = .update(updates)
@@ -210,21 +231,26 @@ public final class RESTHandler {
         // A conditional write (the Admin SDK's transactions) applies only while the value at the
         // request's path still has the ETag the client read.
         let ifMatch = request.headers["if-match"].map { (path: path, etag: $0) }
-        switch engine.write(operation, at: target, namespace: namespace, credentials: credentials, now: now, ifMatch: ifMatch) {
-        case .failure(.dataStale) where ifMatch != nil:
-            // 412 with the current value and its ETag, for a caller who may read them.
-            guard case .success(let current) = engine.read(path, namespace: namespace, credentials: credentials, now: now) else {
-                return .error(412, "The value changed since it was read (ETag mismatch)")
-            }
+        let answer = engine.submitWrite(operation, at: target, namespace: namespace, credentials: credentials, now: now, ifMatch: ifMatch,
+                                        readBack: ifMatch != nil || wantsETag(request) ? path : nil)
+        return RESTAnswer(answer) { [self] outcome in
+            render(write: outcome.write, method: method, path: path, target: target, conditional: ifMatch != nil, request: request)
+        }
+    }
+
+    /// A write's response for its result. The ETag and the current value of a 412 come from the
+    /// value at the request's path when the write was decided, for a caller who may read it.
+    func render(write: DirectWriteResult?, method: String, path: Path, target: Path, conditional: Bool, request: HTTPRequest) -> HTTPResponse {
+        guard let write else { return RESTAnswer.mismatch }
+        switch write.result {
+        case .failure(.dataStale) where conditional:
+            guard let current = write.readBack else { return .error(412, "The value changed since it was read (ETag mismatch)") }
             return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", etag(current))])
         case .failure(let error):
             return .refusal(for: error)
         case .success(let written):
             var headers: [(String, String)] = []
-            if ifMatch != nil || wantsETag(request),
-               let tag = readableETag(path, namespace: namespace, credentials: credentials, now: now) {
-                headers.append(("ETag", tag))
-            }
+            if conditional || wantsETag(request), let current = write.readBack { headers.append(("ETag", etag(current))) }
             if request.query["print"] == "silent" { return HTTPResponse(status: 204, headers: headers, body: "") }
             switch method {
             case "POST": return render(.object([("name", .string(target.last ?? ""))]), request: request, headers: headers)

@@ -41,6 +41,8 @@ final class FakeLog {
         var snapshotSource: Member?
         /// The revision of the snapshot it loaded, if it did.
         var snapshotLoadedAt: UInt64?
+        /// Outcomes of direct requests (REST, streams) by ticket.
+        var outcomes: [DirectTicket: DirectOutcome] = [:]
 
         init(name: String, engine: Engine) {
             self.name = name
@@ -123,6 +125,22 @@ final class FakeLog {
         nodes[client.node].engine.disconnect(client.id, now: clock.now)
         collect(nodes[client.node])
     }
+
+    /// A direct request (REST, rules, stream) on node `index`: its ticket (a replicated node always
+    /// answers through one; the outcome may already be in `outcome(_:on:)`).
+    func submit(to index: Int, _ request: (Engine, Int64) -> DirectAnswer) -> DirectTicket {
+        guard case .later(let ticket) = call(index, request) else { preconditionFailure("a replicated node answered at once") }
+        return ticket
+    }
+
+    /// Any call on node `index`'s engine (an operator's action, say); what it produced is collected.
+    func call<T>(_ index: Int, _ body: (Engine, Int64) -> T) -> T {
+        let result = body(nodes[index].engine, clock.now)
+        collect(nodes[index])
+        return result
+    }
+
+    func outcome(_ ticket: DirectTicket, on index: Int) -> DirectOutcome? { nodes[index].outcomes[ticket] }
 
     /// Everything sent to the client since the last call, as wire text.
     func take(_ client: Client) -> [String] {
@@ -361,6 +379,7 @@ final class FakeLog {
     }
 
     private func collect(_ node: Member) {
+        for (ticket, outcome) in node.engine.takeDirectOutcomes() { node.outcomes[ticket] = outcome }
         for effect in node.engine.drainEffects() {
             switch effect {
             case let .send(recipients, message):

@@ -293,34 +293,3 @@ struct CounterClients {
         }
     }
 }
-
-/// Reads outside the wire protocol (REST, streams) on a replicated node.
-@Suite struct ReplicatedDirectReadTests {
-    @Test func aRestReadIsRefusedUntilTheNodeServesTheNamespaceThenSeesOtherNodesWrites() {
-        let log = FakeLog(nodes: 2)
-        let writer = log.connect(to: 0)
-        log.settle()
-        log.request(1, "p", #"{"p":"/x","d":1}"#, from: writer)
-        log.settle()
-        let reader = log.nodes[1].engine
-        let before = reader.read(Path(validated: ["x"]), namespace: "test", credentials: .admin, now: log.clock.now)
-        guard case .failure(.unavailable) = before else {
-            Issue.record("a node that does not follow the namespace answered \(before)")
-            return
-        }
-        let stream = reader.openStream(ConnectionID(900), path: Path(validated: ["x"]), namespace: "test", credentials: .admin,
-                                       query: .default, now: log.clock.now)
-        guard case .failure(.unavailable) = stream else {
-            Issue.record("a stream opened on a replica that is not serving: \(stream)")
-            return
-        }
-        log.connect(to: 1)
-        log.settle()
-        let after = reader.read(Path(validated: ["x"]), namespace: "test", credentials: .admin, now: log.clock.now)
-        guard case .success(let value) = after else {
-            Issue.record("a caught-up node refused the read: \(after)")
-            return
-        }
-        #expect(value == .leaf(.number(1), priority: nil))
-    }
-}

@@ -1,0 +1,153 @@
+"""Past saturation the server pushes back on writers (issue 17): over --pushback-pending-writes
+writes not yet durable it stops reading from connections that write, until the backlog drains.
+The writer is slowed, not dropped; every write it sent is acknowledged in order, and a watcher
+receives every acknowledged write in order. The saturation itself is a benchmark
+(bench/fanout-vs-mosquitto.sh, docs/performance.md); here the threshold is tiny so that an ordinary
+flood crosses it."""
+import json
+import re
+import threading
+import time
+
+import requests
+
+from conftest import Server
+from wsraw import TEXT, Reader, frame, request, upgrade
+
+
+def metric(server, name):
+    text = requests.get(f"http://{server.host}:{server.port}/metrics", timeout=5).text
+    match = re.search(rf"^{name} (\d+(?:\.\d+)?)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+def largest_send_buffer():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+            return int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 4_194_304
+
+
+def test_a_flooding_writer_is_paused_loses_nothing_and_a_watcher_gets_every_acked_write_in_order():
+    # Durable (SQLite) storage; no message budget, so only the push-back can pause the writer.
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--max-messages-per-second", "0",
+                    "--pushback-pending-writes", "1")
+    try:
+        watcher = server.client()
+        assert watcher.listen("/flood") is None
+        sock, pending = upgrade(server.host, server.port)
+        writer = Reader(sock, pending)
+        writer.next()  # hello
+        count = 2_000
+        sock.sendall(b"".join(frame(TEXT, request(r, "p", {"p": "/flood", "d": r})) for r in range(1, count + 1)))
+        acked = []
+        while len(acked) < count:
+            got = writer.next(timeout=30)
+            assert got, f"only {len(acked)} acks"
+            if got[0] == TEXT:
+                message = json.loads(got[1])
+                body = message.get("d", {})
+                if "r" in body:
+                    assert body["b"]["s"] == "ok", body
+                    acked.append(body["r"])
+        assert acked == list(range(1, count + 1)), "every write acknowledged, in order"
+        assert metric(server, "presence_writers_paused_total") >= 1, "the writer was never pushed back"
+        assert "past saturation" in server.read_log()
+        # The watcher saw every acknowledged value, in order (nothing lost, nothing reordered).
+        seen = []
+        while len(seen) < count:
+            message = watcher.wait_for(lambda m: m.get("t") == "d" and m["d"].get("a") == "d"
+                                       and m["d"]["b"]["p"] == "flood", timeout=30)
+            seen.append(message["d"]["b"]["d"])
+        assert seen == list(range(1, count + 1))
+        # Once drained, nobody is left paused, and the writer is still served (not dropped).
+        assert metric(server, "presence_writers_pushed_back") == 0
+        sock.sendall(frame(TEXT, request(count + 1, "p", {"p": "/flood", "d": "last"})))
+        while True:
+            got = writer.next(timeout=10)
+            assert got, "the writer was not answered after the flood"
+            if got[0] == TEXT and json.loads(got[1]).get("d", {}).get("r") == count + 1:
+                break
+        assert watcher.push("flood", timeout=10) == "last"
+        sock.close()
+        assert server.alive()
+    finally:
+        server.stop()
+
+
+def test_a_writer_paused_longer_than_the_idle_timeout_is_not_hung_up_and_resumes_when_the_backlog_drains():
+    # A client that does not read holds pushes queued for its socket; past one queued byte the
+    # server pushes back on the writer. The writer stays paused for longer than --idle-timeout
+    # (it is not read, so not heard), is not dropped for it, and is read again, losing nothing,
+    # once the queue is gone.
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", "--max-messages-per-second", "0",
+                    "--pushback-queued-bytes", "1", "--ping-interval", "1", "--idle-timeout", "3")
+    try:
+        owner = {"Authorization": "Bearer owner"}
+        slow, _ = upgrade(server.host, server.port, rcvbuf=4096)
+        slow.sendall(frame(TEXT, request(1, "q", {"p": "/feed", "h": ""})))
+        sock, pending = upgrade(server.host, server.port)
+        writer = Reader(sock, pending)
+        writer.next()  # hello
+        # Pushes for the slow reader: 2 MB more than the server's socket send buffer can grow to
+        # (tcp_wmem's maximum), so some stay queued in the server.
+        blob = "x" * 100_000
+        count = (largest_send_buffer() + 2_000_000) // 100_000
+        # Sent from a thread: once the writer is paused, its later writes wait in the socket (and
+        # the send blocks until it is read again).
+        sock.settimeout(60)
+        sender = threading.Thread(target=lambda: sock.sendall(
+            b"".join(frame(TEXT, request(r, "p", {"p": "/feed", "d": f"{r}:{blob}"})) for r in range(1, count + 1))))
+        sender.start()
+        deadline = time.time() + 15
+        while metric(server, "presence_writers_pushed_back") != 1:
+            assert time.time() < deadline, "the writer was never pushed back"
+            time.sleep(0.1)
+        # Paused for 5 s, longer than the 3 s idle timeout; the slow reader keeps itself alive
+        # with the protocol's keepalive, so only the push-back holds the writer.
+        for _ in range(10):
+            slow.sendall(frame(TEXT, "0"))
+            time.sleep(0.5)
+        stats = requests.get(f"http://{server.host}:{server.port}/.admin/stats", headers=owner, timeout=5).json()
+        assert stats["connections"] == 2, "the paused writer was dropped"
+        assert metric(server, "presence_writers_pushed_back") == 1
+        # The queue goes with the slow reader: the writer is read again and every write is acked, in order.
+        slow.close()
+        acked = []
+        while len(acked) < count:
+            got = writer.next(timeout=15)
+            assert got, f"only {acked} acked after the backlog drained"
+            if got[0] == TEXT:
+                body = json.loads(got[1]).get("d", {})
+                if "r" in body:
+                    assert body["b"]["s"] == "ok", body
+                    acked.append(body["r"])
+        assert acked == list(range(1, count + 1))
+        sender.join(timeout=5)
+        assert metric(server, "presence_writers_pushed_back") == 0
+        assert "silent for" not in server.read_log()
+        sock.close()
+        assert server.alive()
+    finally:
+        server.stop()
+
+
+def test_without_push_back_the_same_flood_is_read_straight_through():
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--max-messages-per-second", "0",
+                    "--pushback-pending-writes", "0", "--pushback-queued-bytes", "0")
+    try:
+        sock, pending = upgrade(server.host, server.port)
+        writer = Reader(sock, pending)
+        writer.next()  # hello
+        sock.sendall(b"".join(frame(TEXT, request(r, "p", {"p": "/flood", "d": r})) for r in range(1, 501)))
+        acked = 0
+        while acked < 500:
+            got = writer.next(timeout=30)
+            assert got, f"only {acked} acks"
+            if got[0] == TEXT and "r" in json.loads(got[1]).get("d", {}):
+                acked += 1
+        assert metric(server, "presence_writers_paused_total") == 0
+        sock.close()
+    finally:
+        server.stop()
