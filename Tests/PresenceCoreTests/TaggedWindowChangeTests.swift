@@ -7,48 +7,34 @@ import Testing
 /// of the children (`ChildOrder`). What a client holds after applying the pushes must be exactly
 /// the window computed from scratch.
 @Suite struct TaggedWindowChangeTests {
-    /// A deterministic generator (SplitMix64), so a failure can be replayed from its seed.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    }
-
     /// A child's value: mostly `{"score": small number}` (ties included), sometimes a string score,
     /// no score, a priority, or a bare leaf.
-    static func childValue(_ random: inout Random) -> String {
-        switch random.below(10) {
-        case 0: return "\"s\(random.below(5))\""
-        case 1: return "\(random.below(8))"
+    static func childValue(_ random: inout SeededRandom) -> String {
+        switch random.int(10) {
+        case 0: return "\"s\(random.int(5))\""
+        case 1: return "\(random.int(8))"
         case 2: return #"{"other":1}"#
-        case 3: return "{\"score\":\(random.below(8)),\".priority\":\(random.below(4))}"
-        case 4: return "{\"score\":\"s\(random.below(5))\"}"
-        default: return "{\"score\":\(random.below(8))}"
+        case 3: return "{\"score\":\(random.int(8)),\".priority\":\(random.int(4))}"
+        case 4: return "{\"score\":\"s\(random.int(5))\"}"
+        default: return "{\"score\":\(random.int(8))}"
         }
     }
 
-    static func bound(_ random: inout Random, index: QueryIndex) -> QueryBound {
-        let inclusive = !random.chance(25)
-        if index == .key { return QueryBound(value: .string("k\(random.below(30))"), inclusive: inclusive) }
-        let value: QueryValue = random.chance(20) ? .string("s\(random.below(5))") : .number(Double(random.below(8)))
-        let name: String? = random.chance(30) ? "k\(random.below(30))" : nil
+    static func bound(_ random: inout SeededRandom, index: QueryIndex) -> QueryBound {
+        let inclusive = !random.chance(0.25)
+        if index == .key { return QueryBound(value: .string("k\(random.int(30))"), inclusive: inclusive) }
+        let value: QueryValue = random.chance(0.2) ? .string("s\(random.int(5))") : .number(Double(random.int(8)))
+        let name: String? = random.chance(0.3) ? "k\(random.int(30))" : nil
         return QueryBound(value: value, name: name, inclusive: inclusive)
     }
 
-    static func spec(_ random: inout Random) -> QuerySpec {
+    static func spec(_ random: inout SeededRandom) -> QuerySpec {
         let indexes: [QueryIndex] = [.child(Path(validated: ["score"])), .child(Path(validated: ["score"])), .value, .key, .priority]
-        var spec = QuerySpec(index: indexes[random.below(indexes.count)])
-        if random.chance(40) { spec.start = bound(&random, index: spec.index) }
-        if random.chance(40) { spec.end = bound(&random, index: spec.index) }
-        if random.chance(80) || !spec.isFiltered {
-            spec.limit = QueryLimit(count: 1 + random.below(6), direction: random.chance(50) ? .first : .last)
+        var spec = QuerySpec(index: indexes[random.int(indexes.count)])
+        if random.chance(0.4) { spec.start = bound(&random, index: spec.index) }
+        if random.chance(0.4) { spec.end = bound(&random, index: spec.index) }
+        if random.chance(0.8) || !spec.isFiltered {
+            spec.limit = QueryLimit(count: 1 + random.int(6), direction: random.chance(0.5) ? .first : .last)
         }
         return spec
     }
@@ -70,7 +56,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 4])
     func everyClientHoldsItsWindowAfterEachRandomWrite(seed: UInt64) throws {
-        var random = Random(state: seed)
+        var random = SeededRandom(seed: seed)
         let harness = EngineHarness()
         let writer = harness.connect()
         var truth = Node.null
@@ -97,19 +83,19 @@ import Testing
         let changesBefore = harness.engine.counters.queryWindowChangesComputed
         _ = harness.take(writer)
         for step in 0..<250 {
-            let key = "k\(random.below(30))"
+            let key = "k\(random.int(30))"
             let request: String
-            switch random.below(20) {
+            switch random.int(20) {
             case 0..<12:
-                let value = random.chance(15) ? "null" : Self.childValue(&random)
+                let value = random.chance(0.15) ? "null" : Self.childValue(&random)
                 request = "{\"r\":\(step + 100),\"a\":\"p\",\"b\":{\"p\":\"/items/\(key)\",\"d\":\(value)}}"
                 truth.set(try Node(json: try JSONParser.parse(value)), at: items.child(key))
             case 12..<16:
-                let score = random.below(8)
+                let score = random.int(8)
                 request = "{\"r\":\(step + 100),\"a\":\"p\",\"b\":{\"p\":\"/items/\(key)/score\",\"d\":\(score)}}"
                 truth.set(Node(.number(Double(score))), at: items.child(key).child("score"))
             case 16..<19:
-                let other = "k\((Int(key.dropFirst())! + 1 + random.below(29)) % 30)", a = Self.childValue(&random), b = Self.childValue(&random)
+                let other = "k\((Int(key.dropFirst())! + 1 + random.int(29)) % 30)", a = Self.childValue(&random), b = Self.childValue(&random)
                 request = "{\"r\":\(step + 100),\"a\":\"m\",\"b\":{\"p\":\"/items\",\"d\":{\"\(key)\":\(a),\"\(other)\":\(b)}}}"
                 truth.set(try Node(json: try JSONParser.parse(a)), at: items.child(key))
                 truth.set(try Node(json: try JSONParser.parse(b)), at: items.child(other))
