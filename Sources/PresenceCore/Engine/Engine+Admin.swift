@@ -34,6 +34,9 @@ extension Engine {
         /// what a connection holds.
         public var ruleChecks = 0
         public var queryResultsComputed = 0
+        /// Filtered query windows moved by one child's write and pushed as what changed
+        /// (`ChildOrder`), instead of computed whole.
+        public var queryWindowChangesComputed = 0
         /// Requests refused by a per-connection limit, a read budget or the namespace cap.
         public var limitRefusals = 0
         public init() {}

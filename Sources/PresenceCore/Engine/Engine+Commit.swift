@@ -19,7 +19,10 @@ extension Engine {
     ///
     /// A filtered query is computed once per write for all its listeners, and not at all when
     /// every child the write changes was out of its range before and after (nothing it shows can
-    /// have changed); each tag then gets one message for all its recipients.
+    /// have changed); each tag then gets one message for all its recipients. When the write changes
+    /// one child of a location that many distinct queries watch, each window's change is worked
+    /// out from one order of the children and pushed as a merge of the children that entered,
+    /// left or changed (`ChildOrder`, `Engine+QueryChanges`).
     ///
     /// `recordingWritten` (replicated apply): also returns each write's `WrittenPath`, computed on
     /// the tree just before that write, for the version window.
@@ -54,6 +57,7 @@ extension Engine {
             lastQuery = key
             if queryChanges[key] == nil { queryChanges[key] = Self.change(of: key, by: writePaths, root: ns.root) }
         }
+        let pendingOrders = queryChanges.count > 1 ? Self.ordersForChanges(queryChanges, root: ns.root) : [:]
 
         var written: [WrittenPath] = []
         for (path, node) in writes {
@@ -64,36 +68,49 @@ extension Engine {
         }
         noteHoldsData(ns)
         guard !affected.isEmpty else { return written }
+        let moves = pendingOrders.isEmpty ? [:] : Self.moves(of: pendingOrders, root: ns.root)
 
         // One message per distinct content; each encoded once by the shell.
         var messages: [(Outbound, [ConnectionID])] = []
         var plainIndex: [String: Int] = [:]
         var keyByListenPath: [Path: String] = [:]
-        // Per filtered query: its result (nil: nothing it shows changed) and its message per tag.
-        var queryPushes: [QueryKey: (result: Node?, messageByTag: [Int?: Int])] = [:]
-        var current: (key: QueryKey, result: Node?, messageByTag: [Int?: Int])?
+        // Per filtered query: its push (nil: nothing it shows changed), its whole result once an
+        // untagged listener needs it, and its message per tag.
+        typealias QueryMessages = (push: QueryPush?, whole: Node?, messageByTag: [Int?: Int])
+        var queryPushes: [QueryKey: QueryMessages] = [:]
+        var current: (key: QueryKey, messages: QueryMessages)?
         // Listeners of one path come together from the trie: look at the previous one first.
         var previous: (path: Path, key: String)?
         for listener in affected {
             if let spec = listener.query {
                 if current == nil || current!.key.spec != spec || current!.key.path != listener.path {
-                    if let done = current { queryPushes[done.key] = (done.result, done.messageByTag) }
+                    if let done = current { queryPushes[done.key] = done.messages }
                     let key = QueryKey(path: listener.path, spec: spec)
                     if let known = queryPushes[key] {
-                        current = (key, known.result, known.messageByTag)
+                        current = (key, known)
                     } else {
-                        let location = ns.root.node(at: listener.path)
-                        let result = queryChanges[key]!.mayChange(spec, at: location) ? QueryWindow.result(of: spec, at: location) : nil
-                        if result != nil { counters.queryResultsComputed += 1 }
-                        current = (key, result, [:])
+                        let push = queryPush(for: key, change: queryChanges[key]!, move: moves[OrderKey(path: key.path, index: spec.index)],
+                                             location: ns.root.node(at: listener.path))
+                        current = (key, (push, nil, [:]))
                     }
                 }
-                guard let result = current!.result else { continue }
-                if let at = current!.messageByTag[listener.tag] {
+                guard let push = current!.messages.push else { continue }
+                if let at = current!.messages.messageByTag[listener.tag] {
                     messages[at].1.append(listener.connection)
-                } else {
-                    current!.messageByTag[listener.tag] = messages.count
+                    continue
+                }
+                current!.messages.messageByTag[listener.tag] = messages.count
+                switch push {
+                case .whole(let result):
                     messages.append((.data(path: listener.path, value: result, tag: listener.tag), [listener.connection]))
+                case .changes(let changes) where listener.tag != nil:
+                    messages.append((.merge(path: listener.path, changes: changes, tag: listener.tag), [listener.connection]))
+                case .changes:
+                    // An untagged listener (a REST stream) takes what it gets as the location's
+                    // whole value: it needs the whole window.
+                    let whole = current!.messages.whole ?? QueryWindow.result(of: spec, at: ns.root.node(at: listener.path))
+                    current!.messages.whole = whole
+                    messages.append((.data(path: listener.path, value: whole, tag: nil), [listener.connection]))
                 }
                 continue
             }
