@@ -125,9 +125,11 @@ public final class NodeLease {
                 }
                 var adopted: [SessionRecord] = []
                 for item in adoptedList {
-                    guard let fields = item.array, fields.count == 6, let id = fields[0].string,
-                          let at = fields[3].integer, let runAt = fields[4].integer, let ops = fields[5].bytes else { return nil }
+                    guard let fields = item.array, fields.count == 7, let id = fields[0].string,
+                          let at = fields[3].integer, let runAt = fields[4].integer, let ops = fields[5].bytes,
+                          let changes = SessionRecord.changes(fields[6]) else { return nil }
                     adopted.append(SessionRecord(id: id, owner: owner, state: .held, disconnectedAt: at, runAt: runAt, ops: ops,
+                                                 changes: changes,
                                                  previousOwner: fields[1].string,
                                                  previousState: fields[2].string.flatMap(SessionRecord.State.init(rawValue:))))
                 }

@@ -32,6 +32,15 @@ public enum RedisScripts {
       end
       return rev
     end
+    -- A session record's changes since its last whole put: fields c1..cn, in order.
+    local function changes_of(key, n)
+      local out = {}
+      for i = 1, tonumber(n or '0') do
+        local c = redis.call('HGET', key, 'c' .. i)
+        if c then table.insert(out, c) end
+      end
+      return out
+    end
 
     """#
 
@@ -137,7 +146,7 @@ public enum RedisScripts {
     /// nothing left to adopt is forgotten. More batches follow in later calls.
     /// KEYS: head, log, nodes, down, owned set of the caller.
     /// ARGV: node id, epoch, now (node ms), grace ms, batch.
-    /// -> {'OK', {dead id, last beat, ...}, {{sid, from, state, at, runAt, ops}, ...}, more (0|1)}
+    /// -> {'OK', {dead id, last beat, ...}, {{sid, from, state, at, runAt, ops, {changes}}, ...}, more (0|1)}
     ///    | {'EPOCH', current} | {'FENCED'}
     public static let reap = RedisScript(name: "reap", source: prelude + #"""
     local now = now_ms()
@@ -170,13 +179,13 @@ public enum RedisScripts {
         for _, sid in ipairs(sids) do
           budget = budget - 1
           local key = base .. 's:' .. sid
-          local r = redis.call('HMGET', key, 'owner', 'state', 'at', 'runAt', 'ops')
+          local r = redis.call('HMGET', key, 'owner', 'state', 'at', 'runAt', 'ops', 'n')
           if r[1] == gone then
             local at, runAt = r[3] or last, r[4] or liveRunAt
             if r[2] ~= 'held' then at, runAt = last, liveRunAt end
             redis.call('HSET', key, 'owner', ARGV[1], 'state', 'held', 'at', at, 'runAt', runAt)
             redis.call('SADD', KEYS[5], sid)
-            table.insert(adopted, {sid, gone, r[2] or 'live', tonumber(at), tonumber(runAt), r[5] or ''})
+            table.insert(adopted, {sid, gone, r[2] or 'live', tonumber(at), tonumber(runAt), r[5] or '', changes_of(key, r[6])})
           end
         end
       end

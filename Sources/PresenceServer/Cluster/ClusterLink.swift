@@ -24,9 +24,6 @@ final class ClusterLink {
     /// Runs the engine's step after an answer (set by `EngineSteps`).
     var runSteps: () -> Void = {}
     var members: [String: ClusterNamespace] = [:]
-    /// Each live session's ops as last stored, so a `change` can be sent as a whole `put`
-    /// (the scripts have no append op).
-    var storedSessions: [String: StoredSession] = [:]
     /// Proposals whose outcome is unknown and whose log read failed: read again at the next beat.
     var unresolved: [(Proposal, after: UInt64)] = []
     /// Work retried at the next beat (a failed head read, create or join): never in a tight loop.
