@@ -26,7 +26,10 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: seconds to connect to Redis and for each command.")
     var redisTimeout = 2.0
 
-    static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout"]
+    @Option(help: "--storage redis: seconds a namespace this node no longer follows, and holds no sessions of, keeps its lease before the node releases it (stops beating there).")
+    var releaseIdle = 30.0
+
+    static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout", "release-idle"]
 
     /// The node's name when `--node-id` is not given: this host and the port asked for (the process
     /// id when the port is picked by the system).
@@ -39,12 +42,13 @@ struct ClusterOptions: ParsableArguments {
 
     func settings(port: Int, disconnectGrace: Double) throws(ClusterSettings.Invalid) -> ClusterSettings {
         try ClusterSettings(redis: redis, nodeName: nodeName(port: port), leaseSeconds: nodeLease, fenceAfterSeconds: fenceAfter,
-                            beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout,
+                            beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout, releaseIdleSeconds: releaseIdle,
                             graceMilliseconds: Int64((disconnectGrace * 1000).rounded()))
     }
 
     func effectiveConfiguration() -> [(String, JSON)] {
         [("redis", .string(redis)), ("node-id", nodeID.map { .string($0) } ?? .null), ("node-lease", .number(nodeLease)),
-         ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout))]
+         ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout)),
+         ("release-idle", .number(releaseIdle))]
     }
 }

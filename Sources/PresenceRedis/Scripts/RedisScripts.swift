@@ -200,6 +200,6 @@ public enum RedisScripts {
 
     /// Every script, for `RedisConnection.register` (loaded on each new connection).
     public static let all: [RedisScript] = [
-        create, sequence, join, beat, leave, reap, session, takeover, snapshotBegin, snapshotChunks, snapshotDone,
+        create, sequence, join, beat, leave, reap, release, session, takeover, snapshotBegin, snapshotChunks, snapshotDone,
     ]
 }

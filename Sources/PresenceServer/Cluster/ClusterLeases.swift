@@ -54,7 +54,7 @@ extension ClusterLink {
     }
 
     /// Performs what waited for the join, in order, then follows if asked to.
-    private func joined(_ member: ClusterNamespace) {
+    func joined(_ member: ClusterNamespace) {
         let waiting = member.waiting
         member.waiting = []
         perform(waiting)
@@ -78,6 +78,7 @@ extension ClusterLink {
             }
             if !member.beatInFlight { beat(member, lease: lease) }
             if monitor.mayReap(at: now) || member.moreToReap, !member.reapInFlight { reap(member, lease: lease) }
+            releaseIfIdle(member, lease: lease, now: now)
         }
         retryUnresolved()
         let jobs = retries

@@ -62,7 +62,7 @@ final class ClusterLink {
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
     func start() {
         for script in [RedisScripts.create, RedisScripts.sequence, RedisScripts.join, RedisScripts.beat, RedisScripts.leave,
-                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave] {
+                       RedisScripts.reap, RedisScripts.release, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave] {
             commands.register(script)
         }
         commands.onEvent = { [unowned self] event in runtime.dispatch { connectionEvent(event) } }
@@ -113,7 +113,9 @@ final class ClusterLink {
 
     private func whenJoined(_ ns: String, _ effect: ClusterEffect, _ perform: (ClusterNamespace) -> Void) {
         guard let member = member(ns) else { return }
-        if member.isJoined { perform(member) } else { member.waiting.append(effect) }
+        if member.isJoined { return perform(member) }
+        member.waiting.append(effect)
+        rejoinIfReleased(member)
     }
 
     // MARK: Following
@@ -121,7 +123,9 @@ final class ClusterLink {
     private func follow(_ ns: String) {
         logger.debug("following the log of namespace \(ns)")
         guard let member = member(ns) else { return }
-        if member.isJoined { startFollowing(member) } else { member.wantsFollow = true }
+        if member.isJoined { return startFollowing(member) }
+        member.wantsFollow = true
+        rejoinIfReleased(member)
     }
 
     private func unfollow(_ ns: String) {

@@ -28,6 +28,8 @@ public struct ClusterSettings: Sendable {
     let beatMilliseconds: Int64
     /// Connect and command timeout.
     let redisTimeoutMilliseconds: Int64
+    /// A namespace not followed and holding no sessions here for this long is released (RELEASE).
+    let releaseIdleMilliseconds: Int64
     /// The engine's grace window: adopted live sessions run this long after the reap.
     let graceMilliseconds: Int64
 
@@ -43,7 +45,8 @@ public struct ClusterSettings: Sendable {
     }
 
     public init(redis: String, nodeName: String, leaseSeconds: Double = 5, fenceAfterSeconds: Double = 3,
-                beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, graceMilliseconds: Int64) throws(Invalid) {
+                beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, releaseIdleSeconds: Double = 30,
+                graceMilliseconds: Int64) throws(Invalid) {
         do {
             endpoint = try RedisEndpoint(parsing: redis)
         } catch {
@@ -64,6 +67,7 @@ public struct ClusterSettings: Sendable {
         fenceAfterMilliseconds = try milliseconds(fenceAfterSeconds, "--fence-after", 0.1...600)
         beatMilliseconds = try milliseconds(beatSeconds, "--node-beat", 0.05...60)
         redisTimeoutMilliseconds = try milliseconds(redisTimeoutSeconds, "--redis-timeout", 0.1...60)
+        releaseIdleMilliseconds = try milliseconds(releaseIdleSeconds, "--release-idle", 0.1...86_400)
         self.graceMilliseconds = max(0, graceMilliseconds)
         guard fenceAfterMilliseconds < leaseMilliseconds else {
             throw .timing("--fence-after must be below --node-lease: a node must fence itself before others may declare it dead")
