@@ -2,7 +2,7 @@ import Testing
 @testable import PresenceRedis
 
 /// RELEASE: an idle node leaves a namespace's lease table quietly, only when nobody's sessions
-/// depend on it, and may join again under the same id.
+/// depend on it, and may join again under the same id. BEAT says when REAP has work.
 @Suite(.serialized, .enabled(if: RedisServer.liveTestsEnabled)) struct RedisLiveReleaseTests {
     @Test func anIdleNodeReleasesAndJoinsAgainUnderTheSameID() throws {
         let fixture = try ClusterFixture()
@@ -21,7 +21,9 @@ import Testing
         }
         #expect(replaced.isEmpty)
         guard case .appended = try fixture.append(idle, "back") else { Issue.record("write after the rejoin"); return }
-        guard case .alive = try fixture.beat(other) else { Issue.record("the other node is untouched"); return }
+        guard case .alive(_, _, reapDue: false) = try fixture.beat(other) else {
+            Issue.record("the other node is untouched, with nothing to reap"); return
+        }
         fixture.finish()
     }
 
@@ -39,6 +41,7 @@ import Testing
             _ = try fixture.beat(owner)
         }
         #expect(try fixture.loop.call { owner.release(completion: $0) } == .busy(reason: "expired"))
+        guard case .alive(_, _, reapDue: true) = try fixture.beat(owner) else { Issue.record("BEAT says REAP has work"); return }
         let reap = try fixture.loop.call { owner.reap(now: 1, graceMilliseconds: 0, batch: 1, completion: $0) }
         guard case .reaped(let reaped) = reap, reaped.adopted.map({ $0.id }) == ["T"] else { Issue.record("\(reap)"); return }
         #expect(try fixture.loop.call { owner.release(completion: $0) } == .busy(reason: "sessions"), "it holds what it adopted")

@@ -110,9 +110,11 @@ public enum RedisScripts {
     """#)
 
     /// BEAT: renews the caller's lease. An expired lease is never renewed: the node must stop
-    /// (it has fenced itself by then) and rejoin as a new incarnation.
-    /// KEYS: head, nodes. ARGV: node id, epoch.
-    /// -> {'OK', redis ms, head rev} | {'EPOCH', current} | {'EXPIRED', last beat} | {'UNKNOWN'}
+    /// (it has fenced itself by then) and rejoin as a new incarnation. `reap` (0|1) says whether
+    /// REAP has work: a lease in the table expired, or a node in `down` waits for adoption; the
+    /// node reaps only then, so a quiet namespace costs one script call per beat, not two.
+    /// KEYS: head, nodes, down. ARGV: node id, epoch.
+    /// -> {'OK', redis ms, head rev, reap} | {'EPOCH', current} | {'EXPIRED', last beat} | {'UNKNOWN'}
     public static let beat = RedisScript(name: "beat", source: prelude + #"""
     local now = now_ms()
     local h = redis.call('HMGET', KEYS[1], 'epoch', 'lease', 'rev')
@@ -121,7 +123,16 @@ public enum RedisScripts {
     if not beat then return {'UNKNOWN'} end
     if now - tonumber(beat) > tonumber(h[2]) then return {'EXPIRED', tonumber(beat)} end
     redis.call('HSET', KEYS[2], ARGV[1], int(now))
-    return {'OK', now, tonumber(h[3])}
+    local reap = 0
+    if redis.call('HLEN', KEYS[3]) > 0 then
+      reap = 1
+    else
+      local all = redis.call('HGETALL', KEYS[2])
+      for i = 1, #all, 2 do
+        if now - tonumber(all[i + 1]) > tonumber(h[2]) then reap = 1 break end
+      end
+    end
+    return {'OK', now, tonumber(h[3]), reap}
     """#)
 
     /// LEAVE: a graceful stop. The node leaves the lease table for `down`, with `now` as the time

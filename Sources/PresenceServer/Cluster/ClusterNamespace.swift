@@ -38,6 +38,8 @@ final class ClusterNamespace {
     var reapInFlight = false
     /// Reaped sessions of down nodes remain: reap again at the next beat.
     var moreToReap = false
+    /// The last beat said REAP has work (an expired lease, a down node); true until a beat says not.
+    var reapDue = true
     /// Bumped by every start and stop of following: an answer to an older one is dropped.
     var generation = 0
     /// Gaps the tail reported in a row (a re-follow racing a read in flight); reset by entries.
