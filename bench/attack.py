@@ -225,7 +225,7 @@ def summary(reports):
 
 def run(name, args):
     scenario = attack_scenarios.SCENARIOS[name]
-    server = Server(args.server, scenario.get("server_args", []))
+    server = Server(args.server, scenario.get("server_args", []) + args.server_args.split())
     log(f"== {name}: server pid {server.pid} on {server.host}:{server.port}")
     load_start = os.getloadavg()
     context = {"host": server.host, "port": server.port, "duration": args.duration}
@@ -270,8 +270,9 @@ def run(name, args):
     report = {
         "scenario": name,
         "what": scenario["what"],
-        "command": f"python3 bench/attack.py --scenario {name} --baseline {args.baseline} --duration {args.duration} --rate {args.rate}",
-        "server_args": scenario.get("server_args", []),
+        "command": f"python3 bench/attack.py --scenario {name} --baseline {args.baseline} --duration {args.duration} --rate {args.rate}"
+                   + (f" --server-args='{args.server_args}'" if args.server_args else ""),
+        "server_args": scenario.get("server_args", []) + args.server_args.split(),
         "server_alive": alive,
         "bystander_baseline": base,
         "bystander_attack": attack,
@@ -315,6 +316,7 @@ def main():
     parser.add_argument("--starved-ms", type=float, default=1000, help="a bystander p99 over this during an attack fails the run")
     parser.add_argument("--strict", action="store_true", help="also fail when a bystander's p99 more than doubles")
     parser.add_argument("--json", help="also write all reports to this file")
+    parser.add_argument("--server-args", default="", help="extra flags for every server (e.g. '--slice-reads-over 0')")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list:

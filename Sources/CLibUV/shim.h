@@ -4,5 +4,11 @@
 #define PRESENCE_UV_SHIM_H
 
 #include <uv.h>
+#include <pthread.h>
+
+// Names the calling thread (at most 15 bytes show), as a loop thread started with pthread_create
+// (PresenceLoop's startThread). pthread_setname_np is a GNU extension Swift's Glibc does not export.
+int pthread_setname_np(pthread_t thread, const char *name);
+static inline void presence_name_this_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
 
 #endif

@@ -46,13 +46,20 @@ typedef struct {
     } u;
     uint64_t owner;        // the server's id for the connection (presence_tap_set_owner), 0: none
     uint8_t mode;
-    uint8_t stage;
-    uint8_t need;          // bytes still to read in this stage
+    union {
+        struct {
+            uint8_t stage;
+            uint8_t need;  // bytes still to read in this stage
+        };
+        uint16_t head_bytes; // HTTP_HEAD: bytes of the first head read so far (WEBSOCKET: stage and need)
+    };
     uint8_t matched;       // HTTP_HEAD: bytes of "\r\n\r\n" matched so far
     uint8_t opcode;        // of the frame being read
     uint8_t unmasked : 1;
     uint8_t head_ended : 1; // HTTP_HEAD: the head ended; `u.tail` holds what followed in that read
     uint8_t reported : 1;  // the violation was handed to the handler
+    uint8_t head_too_big : 1;  // HTTP_HEAD: it passed PRESENCE_TAP_MAX_HEAD_BYTES before its end
+    uint8_t head_answered : 1; // the 431 was sent
     uint8_t offset;        // close frames: payload bytes read so far (at most 125)
     uint8_t violation;     // a frame lws 4.1.6 would drop silently (enum violation; 0: none)
     uint8_t mask[4];
@@ -192,8 +199,12 @@ static void follow_frames(tap_t *t, const uint8_t *p, size_t n) {
 /// same read (frames a client sent without waiting for the 101).
 static void follow_head(tap_t *t, const uint8_t *p, size_t n) {
     static const uint8_t end[4] = {'\r', '\n', '\r', '\n'};
-    if (t->head_ended) return;
+    if (t->head_ended || t->head_too_big) return;
     for (size_t i = 0; i < n; i++) {
+        if (++t->head_bytes > PRESENCE_TAP_MAX_HEAD_BYTES) {
+            t->head_too_big = 1;
+            return;
+        }
         t->matched = p[i] == end[t->matched] ? t->matched + 1 : (p[i] == '\r' ? 1 : 0);
         if (t->matched == 4) {
             t->head_ended = 1;
@@ -238,6 +249,7 @@ void presence_tap_established(int fd) {
     tail_t *tail = t->u.tail;
     t->u.length = 0;
     t->mode = WEBSOCKET;
+    t->head_bytes = 0;
     t->stage = FIRST_BYTE;
     if (tail) follow_frames(t, tail->bytes, tail->length);
     free(tail);
@@ -287,6 +299,28 @@ static void report(int fd) {
     }
 }
 
+int presence_tap_head_too_big(int fd) {
+    tap_t *t = tap_for(fd);
+    return t && t->head_too_big;
+}
+
+/// A plain (not TLS) connection whose first head passed the cap: answer 431 ourselves, since lws
+/// 4.1.6 would drop it without a word when the head outgrows its header table. The answer goes
+/// straight to the socket (a few hundred bytes into an empty send buffer), followed by a FIN; lws
+/// is then told the peer closed (the caller returns 0), so it never parses the head and closes.
+static void answer_head_too_big(int fd, tap_t *t) {
+    static const char answer[] =
+        "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        "Content-Type: application/json\r\n"
+        "Connection: close\r\n"
+        "Content-Length: 116\r\n"
+        "\r\n"
+        "{\"error\": \"the request's head (request line and headers) is over 4096 bytes, the most this server reads; send less\"}";
+    t->head_answered = 1;
+    (void)send(fd, answer, sizeof(answer) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd, SHUT_WR);
+}
+
 typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 typedef int (*ssl_read_fn)(void *, void *, int);
 typedef int (*ssl_get_fd_fn)(const void *);
@@ -296,7 +330,13 @@ ssize_t recv(int fd, void *buffer, size_t length, int flags) {
     if (!real) real = (recv_fn)dlsym(RTLD_NEXT, "recv");
     ssize_t n = real(fd, buffer, length, flags);
     if (n > 0 && !(flags & MSG_PEEK) && tap_for(fd) && taps[fd].mode != UNWATCHED) {
+        tap_t *t = &taps[fd];
+        if (t->head_answered) return 0;
         presence_tap_feed(fd, buffer, (size_t)n);
+        if (t->mode == HTTP_HEAD && t->head_too_big) {
+            answer_head_too_big(fd, t);
+            return 0;
+        }
         report(fd);
     }
     return n;

@@ -55,11 +55,10 @@ public final class LoopRuntime: @unchecked Sendable {
     var signalWatchers: [UnsafeMutablePointer<uv_signal_t>] = []
     /// The thread running the loop (`pthread_t` bits), 0 before `run()` or `startThread`.
     let loopThread = Atomic<UInt>(0)
-    /// `startThread`: signalled when its thread has finished.
-    let threadExited = DispatchSemaphore(value: 0)
-    /// `startThread` was called / its thread has finished.
+    /// `startThread` was called.
     let threadStarted = Atomic<Bool>(false)
-    let threadFinished = Atomic<Bool>(false)
+    /// `startThread`'s thread, until `waitStopped()` has joined it.
+    let joinable = Mutex<LoopThreadState>(.none)
     /// A stop asked for from any thread (`requestStop`): its delay in µs, -1 while none.
     private let stopDelay = Atomic<Int64>(-1)
     /// The context signal handlers wake (`lws_cancel_service` is async-signal-safe).
@@ -79,6 +78,7 @@ public final class LoopRuntime: @unchecked Sendable {
     }
 
     deinit {
+        detachUnjoinedThread()
         // Timers are freed only now: lws held pointers to them until the context was destroyed.
         timers.removeAll()
         if !loopClosed, contextSlot.pointee == nil { _ = uv_loop_close(uvLoop) }

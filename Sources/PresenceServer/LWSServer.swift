@@ -79,7 +79,9 @@ public final class LWSServer: @unchecked Sendable {
         let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
         self.cluster = cluster
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime)
-        outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams)
+        let slices = SlicedReplies(runtime: runtime)
+        outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams,
+                        slices: slices)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime, cluster: cluster)
         let storageLink = self.storage, outboundPath = outbox
@@ -89,6 +91,12 @@ public final class LWSServer: @unchecked Sendable {
             backlog: { [unowned storageLink, unowned outboundPath] in
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
             })
+        slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
+        slices.charge = { [unowned table] id, nanoseconds in
+            if let connection = table[id], connection.closing == nil {
+                throttle.charge(connection, bytes: 0, endsMessage: false, handlingNanoseconds: nanoseconds)
+            }
+        }
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
                                        outbox: outbox, steps: steps, throttle: throttle)
         self.webSocket = webSocket

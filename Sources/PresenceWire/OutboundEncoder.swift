@@ -14,6 +14,13 @@ public enum OutboundEncoder {
         case .pong:
             out += "{\"t\":\"c\",\"d\":{\"t\":\"o\",\"d\":{}}}"
         case let .reply(number, result):
+            if case .success(.deferred(let read)) = result {
+                // Without a loop to slice it on (tests, fuzzing): the whole answer now.
+                switch read.resolved() {
+                case .success(let data): return String(decoding: okReply(number: number, data: data), as: UTF8.self)
+                case .failure(let error): return encode(.reply(number: number, result: .failure(error)))
+                }
+            }
             out += "{\"t\":\"d\",\"d\":{\"r\":\(number),\"b\":{\"s\":"
             switch result {
             case .success(let data):
@@ -23,6 +30,7 @@ public enum OutboundEncoder {
                 case .emptyObject: out += "{}"
                 case .json(let json): JSONWriter.write(json, into: &out)
                 case .node(let node): node.writeJSON(into: &out, exportFormat: true)
+                case .deferred: break  // answered above
                 }
             case .failure(let error):
                 let (status, text) = WireStatus.failure(for: error)
@@ -78,5 +86,20 @@ public enum OutboundEncoder {
             out += "}}"
         }
         return out
+    }
+
+    /// The ok reply to request `number` whose `d` is `data` (JSON text), as UTF-8 bytes.
+    public static func okReply(number: Int, data: [UInt8]) -> [UInt8] {
+        let (prefix, suffix) = okReplyEnvelope(number: number)
+        var bytes = prefix
+        bytes.reserveCapacity(bytes.count + data.count + suffix.count)
+        bytes.append(contentsOf: data)
+        bytes.append(contentsOf: suffix)
+        return bytes
+    }
+
+    /// What comes before and after the `d` of an ok reply to request `number`.
+    public static func okReplyEnvelope(number: Int) -> (prefix: [UInt8], suffix: [UInt8]) {
+        (Array("{\"t\":\"d\",\"d\":{\"r\":\(number),\"b\":{\"s\":\"ok\",\"d\":".utf8), Array("}}}".utf8))
     }
 }

@@ -112,6 +112,7 @@ final class Session: @unchecked Sendable {
                 setup: { [self] _ in setup(self) })
         } catch {
             console.error("cannot start the client: \(error)")
+            runtime.shutdown()  // joins a loop thread that did start: never exit while it ends
             return Exit.connection
         }
         done.wait()

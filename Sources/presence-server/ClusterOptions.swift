@@ -29,7 +29,23 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: seconds a namespace this node no longer follows, and holds no sessions of, keeps its lease before the node releases it (stops beating there).")
     var releaseIdle = 30.0
 
-    static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout", "release-idle"]
+    @Option(help: "--storage redis: seconds between snapshots of a namespace's replica (one node writes each; the log is trimmed behind it).")
+    var snapshotEvery = 60.0
+
+    @Option(help: "--storage redis: also write a snapshot after this many new revisions, if sooner.")
+    var snapshotEntries = 100_000
+
+    @Option(help: "--storage redis: seconds of log kept behind a snapshot, so that a node restarting (or lagging) within that catches up from the log; at least 120 in production.")
+    var logKeep = 120.0
+
+    @Option(help: "--storage redis: namespaces (comma-separated) to load at start, from the newest snapshot and the log after it; /readyz answers 503 until each has caught up. Others load when a client first names them.")
+    var preload = ""
+
+    @Option(help: "--storage redis: a file where this node remembers the history (log epoch) of every namespace it served; a node that finds Redis without that history (Redis lost its data) refuses to serve the namespace instead of starting it empty. Recommended in production.")
+    var clusterState: String?
+
+    static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout",
+                            "snapshot-every", "snapshot-entries", "log-keep", "preload", "cluster-state", "release-idle"]
 
     /// The node's name when `--node-id` is not given: this host and the port asked for (the process
     /// id when the port is picked by the system).
@@ -43,12 +59,17 @@ struct ClusterOptions: ParsableArguments {
     func settings(port: Int, disconnectGrace: Double) throws(ClusterSettings.Invalid) -> ClusterSettings {
         try ClusterSettings(redis: redis, nodeName: nodeName(port: port), leaseSeconds: nodeLease, fenceAfterSeconds: fenceAfter,
                             beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout, releaseIdleSeconds: releaseIdle,
-                            graceMilliseconds: Int64((disconnectGrace * 1000).rounded()))
+                            graceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
+                            snapshotEverySeconds: snapshotEvery, snapshotEntries: snapshotEntries, logKeepSeconds: logKeep,
+                            preload: preload.split(separator: ",").map(String.init).filter { !$0.isEmpty },
+                            clusterStatePath: clusterState)
     }
 
     func effectiveConfiguration() -> [(String, JSON)] {
         [("redis", .string(redis)), ("node-id", nodeID.map { .string($0) } ?? .null), ("node-lease", .number(nodeLease)),
          ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout)),
-         ("release-idle", .number(releaseIdle))]
+         ("snapshot-every", .number(snapshotEvery)), ("snapshot-entries", .number(Double(snapshotEntries))),
+         ("release-idle", .number(releaseIdle)), ("log-keep", .number(logKeep)), ("preload", .string(preload)),
+         ("cluster-state", clusterState.map { .string($0) } ?? .null)]
     }
 }

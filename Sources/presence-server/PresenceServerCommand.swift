@@ -165,9 +165,13 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Namespaces that may hold data at once; a write that would give data to one more is refused with too_big. Namespaces with no data, connection or held op are released from memory.")
     var maxNamespaces = EngineLimits.default.maxNamespaces
 
+    @Option(help: "A g of a location whose data passes this many bytes (as JSON) is windowed, serialized and framed in slices of about 1 ms between other clients' messages, rather than at once (--max-read-bytes is checked on its text); 0 answers every g at once.")
+    var sliceReadsOver = EngineLimits.serverSliceReadsOver
+
     var engineLimits: EngineLimits {
         EngineLimits(maxListensPerConnection: maxListensPerConnection, maxOnDisconnectOps: maxOndisconnectOps,
-                     maxOnDisconnectBytes: maxOndisconnectBytes, maxReadBytes: maxReadBytes, maxNamespaces: maxNamespaces)
+                     maxOnDisconnectBytes: maxOndisconnectBytes, maxReadBytes: maxReadBytes, maxNamespaces: maxNamespaces,
+                     sliceReadsOver: sliceReadsOver)
     }
 
     @Option(help: "A JSON configuration file whose keys are these flags' long names without the dashes (e.g. {\"port\": 9000, \"data-dir\": \"/var/lib/presence\"}); flags given on the command line override it.")
@@ -237,6 +241,7 @@ struct PresenceServerCommand: ParsableCommand {
                                      ("--max-namespaces", maxNamespaces, 10_000_000)] where value < 1 || value > upper {
             throw ValidationError("\(flag) must be between 1 and \(upper)")
         }
+        if sliceReadsOver < 0 || sliceReadsOver > 1 << 30 { throw ValidationError("--slice-reads-over must be between 0 and \(1 << 30)") }
         if let value = maxConnectionsPerAddress, value < 0 { throw ValidationError("--max-connections-per-address must be 0 or more") }
         if let value = maxConnectionRate, value < 0 { throw ValidationError("--max-connection-rate must be 0 or more") }
     }
@@ -291,6 +296,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-ondisconnect-ops", .number(Double(maxOndisconnectOps))),
             ("max-ondisconnect-bytes", .number(Double(maxOndisconnectBytes))),
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
+            ("slice-reads-over", .number(Double(sliceReadsOver))),
             ("log-level", .string(logLevel)),
         ] + cluster.effectiveConfiguration())
     }

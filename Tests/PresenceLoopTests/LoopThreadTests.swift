@@ -53,6 +53,25 @@ import Testing
         runtime.waitStopped()  // again: returns at once
     }
 
+    /// `waitStopped()` returns only once the thread has ended for good: its thread-local
+    /// destructors (OpenSSL's, the Swift runtime's) have run. A client that exits right after then
+    /// does not race its loop thread's teardown against the clean-up at exit (a SIGSEGV once seen
+    /// in CI). The destructor here is slow on purpose, so a wait that returns early misses it.
+    @Test func waitStoppedReturnsOnlyAfterTheThreadsLocalDestructorsRan() throws {
+        for _ in 0..<3 {
+            let runtime = try LoopRuntime()
+            threadLocalDestroyed.store(false, ordering: .releasing)
+            try runtime.startThread(name: "loop-thread-test") { () throws(LoopRuntime.Failure) in
+                try Self.createContext(runtime)
+                pthread_setspecific(slowThreadLocal.key, UnsafeRawPointer(bitPattern: 1))
+            }
+            runtime.requestStop()
+            runtime.waitStopped()
+            let destroyed = threadLocalDestroyed.load(ordering: .acquiring)
+            #expect(destroyed, "waitStopped() returned while the loop thread was still ending")
+        }
+    }
+
     @Test func aStopAskedForBeforeTheContextExistsIsKept() throws {
         let runtime = try LoopRuntime()
         runtime.requestStop()
@@ -97,3 +116,22 @@ import Testing
         #expect(offLoop == 0)
     }
 }
+
+/// Set by `slowThreadLocal`'s destructor when the loop thread that set it ends.
+private let threadLocalDestroyed = Atomic<Bool>(false)
+
+/// A thread-local value whose destructor takes 200 ms, as OpenSSL's per-thread clean-up runs when
+/// a thread that used TLS ends.
+private final class SlowThreadLocal: Sendable {
+    let key: pthread_key_t
+    init() {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { _ in
+            usleep(200_000)
+            threadLocalDestroyed.store(true, ordering: .releasing)
+        }
+        self.key = key
+    }
+}
+
+private let slowThreadLocal = SlowThreadLocal()

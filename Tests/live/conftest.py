@@ -4,6 +4,7 @@ import base64
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import tempfile
@@ -15,6 +16,34 @@ import websocket
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SERVER = os.environ.get("PRESENCE_SERVER", os.path.join(ROOT, ".build", "debug", "presence-server"))
 PRESENCE_RULES = os.path.join(ROOT, "rules", "presence.rules.json")
+# The CLI next to the server unless named (e.g. a sanitizer build: PRESENCE_CLIENT=.build-asan/debug/presence-client).
+CLIENT = os.environ.get("PRESENCE_CLIENT", os.path.join(os.path.dirname(SERVER) or ".", "presence-client"))
+
+
+def exit_text(returncode):
+    """A return code as a reader wants it: "exit 5", or "killed by SIGSEGV (returncode -11)"."""
+    if returncode is None or returncode >= 0:
+        return f"exit {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name} (returncode {returncode})"
+
+
+def fail_if_signaled(argv, returncode, stdout, stderr):
+    """A client that died from a signal is a crash, never an expected outcome: fail with everything
+    it printed (a sanitizer's report is on stderr), not just the code a test compared."""
+    if returncode is not None and returncode < 0:
+        raise AssertionError(f"{' '.join(map(str, argv))}: {exit_text(returncode)}\n"
+                             f"--- stderr ---\n{stderr}\n--- stdout ---\n{stdout}")
+
+
+def run_client(argv, **kwargs):
+    """subprocess.run for presence-client (output captured as text), failing on a crash."""
+    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    fail_if_signaled(argv, result.returncode, result.stdout, result.stderr)
+    return result
 
 
 def unsigned_token(uid, **claims):

@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
-from conftest import Server
+from conftest import CLIENT, Server, run_client
 
 
 def b64(data):
@@ -115,19 +115,17 @@ def test_flood_of_bad_tokens_does_not_disturb_other_clients(hs256_server):
 
 
 def test_presence_client_token_mints_what_the_hs256_server_accepts(hs256_server, tmp_path):
-    import os
     server, secret = hs256_server
-    client_binary = os.path.join(os.path.dirname(os.environ.get("PRESENCE_SERVER", "")) or ".", "presence-client")
+    client_binary = CLIENT
     (tmp_path / "client-secret").write_bytes(secret)
-    minted = subprocess.run([client_binary, "token", "--uid", "carol", "--secret-file", str(tmp_path / "client-secret"),
-                             "--claim", "subscription=lite", "--ttl", "10m"], capture_output=True, text=True, timeout=10)
+    minted = run_client([client_binary, "token", "--uid", "carol", "--secret-file", str(tmp_path / "client-secret"),
+                        "--claim", "subscription=lite", "--ttl", "10m"], timeout=10)
     assert minted.returncode == 0, minted.stderr
     client = server.client()
     reply = client.call("auth", {"cred": minted.stdout.strip()})
     assert reply["s"] == "ok"
     assert reply["d"]["auth"]["uid"] == "carol" and reply["d"]["auth"]["token"]["subscription"] == "lite"
-    bad = subprocess.run([client_binary, "token", "--uid", "carol", "--secret-file", str(tmp_path / "missing")],
-                         capture_output=True, text=True, timeout=10)
+    bad = run_client([client_binary, "token", "--uid", "carol", "--secret-file", str(tmp_path / "missing")], timeout=10)
     assert bad.returncode != 0 and "missing" in bad.stderr
 
 

@@ -1,20 +1,16 @@
 """presence-client admin: connections, user, kick and stats against the real server's admin API."""
 import json
-import os
-import subprocess
 
 import websocket
 
-from conftest import SERVER
-
-CLIENT = os.environ.get("PRESENCE_CLIENT", os.path.join(os.path.dirname(SERVER) or ".", "presence-client"))
+from conftest import CLIENT, run_client
 
 
 def admin(server, *args, scheme="ws", timeout=15):
     argv = [CLIENT, "admin", *args]
     if server is not None:
         argv += ["--server", f"{scheme}://{server.host}:{server.port}"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return run_client(argv, timeout=timeout)
 
 
 def test_connections_table_and_json_with_filters(open_server):
@@ -121,8 +117,7 @@ def test_credential_refused_exits_4(open_server, tmp_path):
 
 
 def test_connection_refused_exits_2():
-    r = subprocess.run([CLIENT, "admin", "stats", "--server", "ws://127.0.0.1:1"], capture_output=True, text=True,
-                       timeout=15)
+    r = run_client([CLIENT, "admin", "stats", "--server", "ws://127.0.0.1:1"], timeout=15)
     assert r.returncode == 2 and "connection refused" in r.stderr
 
 
@@ -132,13 +127,13 @@ def test_bad_arguments_exit_64(tmp_path):
                  ["stats", "--admin-token", "a", "--admin-token-file", "b"],
                  ["stats", "--admin-token-file", str(tmp_path / "missing")], ["connections", "--limit", "0"],
                  ["nonsense"]):
-        r = subprocess.run([CLIENT, "admin", *argv], capture_output=True, text=True, timeout=10)
+        r = run_client([CLIENT, "admin", *argv], timeout=10)
         assert r.returncode == 64, (argv, r.returncode, r.stderr)
 
 
 def test_help_has_examples():
-    r = subprocess.run([CLIENT, "admin", "--help"], capture_output=True, text=True, timeout=10)
+    r = run_client([CLIENT, "admin", "--help"], timeout=10)
     assert r.returncode == 0 and "presence-client admin kick" in r.stdout
     for sub in ("connections", "user", "kick", "stats"):
-        h = subprocess.run([CLIENT, "admin", sub, "--help"], capture_output=True, text=True, timeout=10)
+        h = run_client([CLIENT, "admin", sub, "--help"], timeout=10)
         assert h.returncode == 0 and "Examples:" in h.stdout, sub

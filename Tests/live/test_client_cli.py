@@ -1,18 +1,14 @@
 """presence-client's database commands, auth options and errors against the real server."""
 import json
-import os
-import subprocess
 
 import pytest
 
-from conftest import SERVER
-
-CLIENT = os.path.join(os.path.dirname(SERVER) or ".", "presence-client")
+from conftest import CLIENT, run_client
 
 
 def run(server, *args, auth=("--uid", "alice"), timeout=15):
     argv = [CLIENT, *args, "--server", f"ws://{server.host}:{server.port}", "--ns", "demo", *auth]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return run_client(argv, timeout=timeout)
 
 
 def test_set_get_update_remove_with_server_values(presence_server):
@@ -49,15 +45,14 @@ def test_bad_token_exits_4(presence_server):
 
 
 def test_refused_connection_exits_2():
-    r = subprocess.run([CLIENT, "get", "users", "--uid", "alice", "--server", "ws://127.0.0.1:1"],
-                       capture_output=True, text=True, timeout=15)
+    r = run_client([CLIENT, "get", "users", "--uid", "alice", "--server", "ws://127.0.0.1:1"], timeout=15)
     assert r.returncode == 2 and "cannot connect" in r.stderr
 
 
 def test_bad_arguments_exit_64():
     for argv in (["get", "users", "--server", "http://x"], ["simulate"], ["watch"], ["set", "a..b", "1"],
                  ["get", "x", "--secret-file", "/nonexistent"]):
-        r = subprocess.run([CLIENT, *argv], capture_output=True, text=True, timeout=10)
+        r = run_client([CLIENT, *argv], timeout=10)
         assert r.returncode == 64, (argv, r.returncode, r.stderr)
 
 
@@ -76,7 +71,7 @@ def test_hs256_secret_file_mints_a_token(tmp_path):
 
 def test_help_has_examples_for_every_command():
     for command in ["simulate", "watch", "get", "set", "update", "push", "remove", "listen", "token"]:
-        r = subprocess.run([CLIENT, command, "--help"], capture_output=True, text=True, timeout=10)
+        r = run_client([CLIENT, command, "--help"], timeout=10)
         assert r.returncode == 0 and "Examples:" in r.stdout, command
 
 

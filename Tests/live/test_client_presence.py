@@ -1,7 +1,6 @@
 """presence-client against the real server: simulate (the app lifecycle) and watch (the app's UI),
 two processes at a time, asserting on their --json output."""
 import json
-import os
 import queue
 import subprocess
 import threading
@@ -9,9 +8,7 @@ import time
 
 import pytest
 
-from conftest import PRESENCE_RULES, SERVER, Server
-
-CLIENT = os.path.join(os.path.dirname(SERVER) or ".", "presence-client")
+from conftest import CLIENT, PRESENCE_RULES, Server, exit_text, fail_if_signaled
 
 
 class Proc:
@@ -54,8 +51,10 @@ class Proc:
             except queue.Empty:
                 continue
             if item is None:
-                raise AssertionError(f"{self.args[1]} exited ({self.proc.wait()}); saw {self.seen[-15:]}; "
-                                     f"stderr {''.join(self.stderr)[-800:]}")
+                code = self.proc.wait()
+                fail_if_signaled(self.args, code, self.seen, self.stderr_text())
+                raise AssertionError(f"{self.args[1]} exited ({exit_text(code)}); saw {self.seen[-15:]}; "
+                                     f"stderr {self.stderr_text()[-800:]}")
             self.seen.append(item)
             if predicate(item):
                 return item
@@ -78,6 +77,15 @@ class Proc:
     def send(self, line):
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
+
+    def stderr_text(self):
+        return "".join(self.stderr)
+
+    def wait(self, timeout):
+        """The exit code; a crash fails with the whole stderr."""
+        code = self.proc.wait(timeout=timeout)
+        fail_if_signaled(self.args, code, self.seen, self.stderr_text())
+        return code
 
     def stop(self):
         if self.proc.poll() is None:
@@ -160,7 +168,7 @@ def test_kill_is_shown_offline_with_lastseen_at_the_kill(presence_server, procs)
     time.sleep(0.5)
     killed_at = time.time() * 1000
     sim.send("kill")
-    assert sim.proc.wait(timeout=5) == 0
+    assert sim.wait(timeout=5) == 0
     row = w.wait_for(online("alice", False), 5)
     assert abs(row["lastSeen"] - killed_at) < 1500, (row, killed_at)
     assert row["status"] == "Last seen just now"
@@ -196,7 +204,7 @@ def test_terminate_writes_offline_and_closes_cleanly(presence_server, procs):
     sim.send("terminate")
     write = sim.wait_for(lambda e: e.get("event") == "write" and e.get("online") is False, 5)
     sim.wait_for(lambda e: e.get("event") == "ack" and e.get("id") == write["id"], 5)
-    assert sim.proc.wait(timeout=5) == 0
+    assert sim.wait(timeout=5) == 0
     w.wait_for(online("alice", False), 5)
 
 
@@ -207,6 +215,6 @@ def test_script_file_drives_the_lifecycle(presence_server, procs, tmp_path):
     sim = simulate(procs, presence_server, "alice", "--debounce", "500ms", "--script", str(script))
     w.wait_for(online("alice"), 5)
     w.wait_for(online("alice", False), 5)
-    assert sim.proc.wait(timeout=8) == 0
+    assert sim.wait(timeout=8) == 0
     commands = [e["command"] for e in (sim.drain(0.2), sim.seen)[1] if e.get("event") == "lifecycle"]
     assert commands == ["foreground", "background", "quit"]

@@ -182,6 +182,11 @@ def test_compose_file_runs_three_nodes_on_redis_behind_nginx():
         assert flags["--config"] == "/etc/presence/presence.json"
         ports.add(flags["--port"])
         names.add(flags["--node-id"])
+        # Each node remembers its namespaces' history on its own volume (a Redis that lost its
+        # data is refused, not served as a new empty history).
+        state = flags["--cluster-state"]
+        mount = next(v for v in service["volumes"] if v.endswith(":" + os.path.dirname(state)))
+        assert mount.split(":")[0] == f"{node}-state" and f"{node}-state" in compose["volumes"]
         assert "/readyz" in " ".join(service["healthcheck"]["test"])
         assert service["environment"]["PORT"] == flags["--port"]
         ip = service["networks"]["presence"]["ipv4_address"]
@@ -226,6 +231,8 @@ def test_cluster_unit_template_runs_one_node_per_port():
     # ... however long Redis stays unreachable (a node refuses to start without it)
     assert re.search(r"(?m)^StartLimitIntervalSec=0$", text)
     assert re.search(r"(?m)^StateDirectory=presence-%i$", text)
+    assert "--cluster-state ${STATE_DIRECTORY}/cluster-state.json" in " ".join(
+        line.strip().rstrip("\\") for line in text.split("ExecStart=", 1)[1].splitlines()[:3])
     assert re.search(r"(?m)^After=.*redis-server\.service", text)
 
 

@@ -11,7 +11,7 @@ import time
 
 import requests
 
-from conftest import PRESENCE_RULES, ROOT, Client, Server, unsigned_token
+from conftest import CLIENT, PRESENCE_RULES, ROOT, Client, Server, run_client, unsigned_token
 
 SHIPPED_LIMITS = os.path.join(ROOT, "rules", "limits.json")
 
@@ -217,24 +217,19 @@ def test_operators_see_and_reset_a_users_usage():
         assert status(gus)["remaining"] == 2 and refresh(gus)["s"] == "ok"
         # The same through the CLI.
         server_arg = ["--server", f"ws://{server.host}:{server.port}"]
-        shown = subprocess.run([CLIENT, "admin", "user", "gus", "--ns", "demo", *server_arg], capture_output=True, text=True, timeout=15)
+        shown = run_client([CLIENT, "admin", "user", "gus", "--ns", "demo", *server_arg], timeout=15)
         assert shown.returncode == 0 and "limit usage (1):" in shown.stdout
         assert re.search(r"refreshOnlineUsers\s+demo\s+1\s+–", shown.stdout), shown.stdout
-        cli_reset = subprocess.run([CLIENT, "admin", "reset-limit", "gus", "refreshOnlineUsers", "--ns", "demo", *server_arg],
-                                   capture_output=True, text=True, timeout=15)
+        cli_reset = run_client([CLIENT, "admin", "reset-limit", "gus", "refreshOnlineUsers", "--ns", "demo", *server_arg], timeout=15)
         assert cli_reset.returncode == 0 and cli_reset.stdout.strip() == "reset refreshOnlineUsers for gus"
         assert status(gus)["currentUsage"] == 0
     finally:
         server.stop()
 
 
-CLIENT = os.path.join(os.path.dirname(__import__("conftest").SERVER) or ".", "presence-client")
-
-
 def online(server, cache_dir, *args, timeout=30):
     argv = [CLIENT, "online", *args, "--server", f"ws://{server.host}:{server.port}", "--ns", "demo"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "XDG_CACHE_HOME": str(cache_dir)})
+    return run_client(argv, timeout=timeout, env={**os.environ, "XDG_CACHE_HOME": str(cache_dir)})
 
 
 def test_client_online_refresh_three_times_as_free_and_as_lite_user(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 import requests
 import websocket
 
-from conftest import SERVER, Server, unsigned_token
+from conftest import CLIENT, SERVER, Server, run_client, unsigned_token
 
 
 def openssl(*args, cwd):
@@ -173,21 +173,20 @@ def test_connections_per_address_limit_refuses_with_429():
 def test_presence_client_verifies_the_server_certificate(pki):
     tmp, issue = pki
     cert, key = issue("server", 1)
-    client = os.path.join(os.path.dirname(os.environ.get("PRESENCE_SERVER", SERVER)), "presence-client")
+    client = CLIENT
     server = Server("--rules", "open", "--tls-cert", str(cert), "--tls-key", str(key))
     url = f"wss://127.0.0.1:{server.port}"
     try:
-        stored = subprocess.run([client, "set", "tls/check", '"secure"', "--server", url, "--ns", "demo", "--admin",
-                                 "--ca-file", str(tmp / "ca.pem")], capture_output=True, text=True, timeout=20)
+        stored = run_client([client, "set", "tls/check", '"secure"', "--server", url, "--ns", "demo", "--admin",
+                            "--ca-file", str(tmp / "ca.pem")], timeout=20)
         assert stored.returncode == 0, stored.stderr
-        read = subprocess.run([client, "get", "tls/check", "--server", url, "--ns", "demo", "--admin",
-                               "--ca-file", str(tmp / "ca.pem")], capture_output=True, text=True, timeout=20)
+        read = run_client([client, "get", "tls/check", "--server", url, "--ns", "demo", "--admin",
+                          "--ca-file", str(tmp / "ca.pem")], timeout=20)
         assert read.returncode == 0 and json.loads(read.stdout) == "secure"
-        untrusted = subprocess.run([client, "get", "tls/check", "--server", url, "--ns", "demo", "--admin"],
-                                   capture_output=True, text=True, timeout=30)
+        untrusted = run_client([client, "get", "tls/check", "--server", url, "--ns", "demo", "--admin"], timeout=30)
         assert untrusted.returncode != 0
-        skipped = subprocess.run([client, "get", "tls/check", "--server", url, "--ns", "demo", "--admin",
-                                  "--insecure-skip-verify"], capture_output=True, text=True, timeout=20)
+        skipped = run_client([client, "get", "tls/check", "--server", url, "--ns", "demo", "--admin",
+                             "--insecure-skip-verify"], timeout=20)
         assert skipped.returncode == 0 and json.loads(skipped.stdout) == "secure"
     finally:
         assert server.alive()

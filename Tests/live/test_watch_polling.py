@@ -2,7 +2,6 @@
 of the real server passes plain HTTP GETs of *.json and refuses WebSocket upgrades with 403."""
 import http.client
 import json
-import os
 import queue
 import subprocess
 import threading
@@ -11,9 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import PRESENCE_RULES, SERVER, Server
-
-CLIENT = os.path.join(os.path.dirname(SERVER) or ".", "presence-client")
+from conftest import CLIENT, PRESENCE_RULES, Server, run_client
 
 
 class NoWebSocketProxy:
@@ -170,6 +167,5 @@ def test_watch_reports_failed_polls_once_and_keeps_going(server):
 
 
 def test_watch_exits_2_when_nothing_answers():
-    r = subprocess.run([CLIENT, "watch", "alice", "--uid", "bob", "--server", "ws://127.0.0.1:1"],
-                       capture_output=True, text=True, timeout=40)
+    r = run_client([CLIENT, "watch", "alice", "--uid", "bob", "--server", "ws://127.0.0.1:1"], timeout=40)
     assert r.returncode == 2 and "cannot connect" in r.stderr, (r.returncode, r.stderr)

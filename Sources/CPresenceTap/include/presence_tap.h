@@ -44,6 +44,15 @@ int presence_tap_violation(int fd, const char **why);
 typedef void (*presence_tap_handler)(void *context, int fd);
 void presence_tap_on_violation(presence_tap_handler handler, void *context);
 
+/// The most bytes a connection's first request head (request line, headers, the blank line) may
+/// take: lws 4.1.6's header table (`max_http_header_data`) holds 4096, and drops a longer head
+/// without an answer. Over it, on a plain connection, the tap answers
+/// `431 Request Header Fields Too Large` itself and tells lws the peer closed (TLS: lws drops it).
+#define PRESENCE_TAP_MAX_HEAD_BYTES 4096
+
+/// 1 when the first head on `fd` passed PRESENCE_TAP_MAX_HEAD_BYTES.
+int presence_tap_head_too_big(int fd);
+
 /// Feeds bytes as if lws had read them from `fd` (tests).
 void presence_tap_feed(int fd, const void *bytes, size_t length);
 

@@ -64,7 +64,11 @@ extension Engine {
         case .success(let parsed): spec = parsed
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
-        switch limitedRead(path, credentials: connection.credentials, in: namespace(connection.namespace), now: now, query: spec,
+        let ns = namespace(connection.namespace)
+        if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, connection: connection) {
+            return reply(number, deferred.map { .deferred($0) }, to: id)
+        }
+        switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
                            filtered: true, connection: connection) {
         case .success where awaitsLog: return // replicated: served once its limit use commits
         case .success(let value): reply(number, .success(.node(value)), to: id)
@@ -104,6 +108,31 @@ extension Engine {
         }
         if countsAsUse, let refusal = useReadLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
         return .success(answer)
+    }
+
+    /// A `g` too big to answer at once (`EngineLimits.sliceReadsOver`): the rules are checked now
+    /// and the answer is left to the shell's slices. Nil when the read is answered at once: slicing
+    /// is off, the location is small (found by a walk that stops at the threshold, so O(threshold)),
+    /// the limits' status location, or a location a limit guards (a use is counted only for an
+    /// answer within the budget, which is known only at the end).
+    func deferredRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec,
+                      connection: Connection) -> Result<DeferredRead, EngineError>? {
+        let threshold = configuration.limits.sliceReadsOver
+        guard threshold > 0 else { return nil }
+        if let limits, limits.statusLocation.relative(path) != nil || limits.limit(guarding: path) != nil { return nil }
+        let stored = value(at: path, in: ns)
+        guard stored.hasChildren, stored.estimatedJSONBytes(within: threshold) == nil else { return nil }
+        guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
+        let budget = configuration.limits.maxReadBytes
+        let message = "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); read it in parts: with a query that has a limit (orderBy with limitToFirst or limitToLast), below it, or over REST with shallow=true for its keys"
+        return .success(DeferredRead(path: path, value: stored, spec: query, filtered: true, budget: budget, refusal: message))
+    }
+
+    /// A deferred read came out over the budget (the shell found it while serializing): counted
+    /// and logged as `limitedRead` refusals are.
+    public func refusedDeferredRead(_ id: ConnectionID, message: String) -> EngineError {
+        counters.limitRefusals += 1
+        return refuse(.read, message, connection: connections[id])
     }
 
     /// The value a read sees: the stored data, or the online list at the online index's location.

@@ -33,13 +33,17 @@ extension Engine {
     }
 
     /// Starts a followed namespace, not yet caught up, from `snapshot`: the shell then applies the
-    /// revisions after `snapshot.rev` and calls `caughtUp` as usual. On a thrown error nothing
-    /// changed.
+    /// revisions after `snapshot.rev` and calls `caughtUp` as usual. A namespace still catching up
+    /// may load a newer snapshot over what it applied (the log was trimmed past it meanwhile):
+    /// nothing was served from it yet. On a thrown error nothing changed.
     public func loadReplica(_ snapshot: ReplicaSnapshot, now: Int64) throws(ApplyError) {
         guard let capacity = configuration.replication?.windowCapacity, let ns = namespaces[snapshot.namespace],
               let old = ns.replica else { throw .notFollowed(snapshot.namespace) }
-        guard !old.serving, old.applied == 0 else {
-            throw .invalidSnapshot("namespace \(snapshot.namespace) has applied revisions already")
+        guard !old.serving else {
+            throw .invalidSnapshot("namespace \(snapshot.namespace) is served already")
+        }
+        guard snapshot.rev >= old.applied else {
+            throw .invalidSnapshot("namespace \(snapshot.namespace) has applied revision \(old.applied), past the snapshot at \(snapshot.rev)")
         }
         let window: VersionWindow
         do {
@@ -59,5 +63,15 @@ extension Engine {
         for key in limitUsage.keys where key.namespace == ns.name { limitUsage[key] = nil }
         for (key, usage) in snapshot.limitUsage where key.namespace == ns.name { limitUsage[key] = usage }
         installRules(snapshot.rules, in: ns, now: now)
+    }
+}
+
+extension Engine {
+    /// Replicated mode: follows `name` now, as a connection naming it would, so that a node can be
+    /// caught up before it reports ready (`--preload`). The namespace is not pinned: like any
+    /// other, it is released once nothing keeps it.
+    public func preload(namespace name: String) {
+        guard configuration.replication != nil else { return }
+        _ = namespace(name)
     }
 }

@@ -17,9 +17,18 @@ public struct EngineLimits: Sendable, Equatable {
     /// Namespaces that may hold data or rules at once (`--max-namespaces`). A namespace that holds
     /// neither and has no connection, listener or held op is released from memory.
     public var maxNamespaces: Int
+    /// A `g` whose answer passes this many bytes (about, as JSON) is answered as a `DeferredRead`:
+    /// the shell computes and serializes it in slices between other clients' messages instead of
+    /// holding the loop (`--slice-reads-over`). 0: every read is answered at once (the default in
+    /// process, where nothing would slice it; the server's default is `serverSliceReadsOver`).
+    public var sliceReadsOver: Int
+
+    /// `presence-server`'s default for `sliceReadsOver`: about 1 ms of serializing.
+    public static let serverSliceReadsOver = 65_536
 
     public init(maxListensPerConnection: Int = 10_000, maxOnDisconnectOps: Int = 1_000, maxOnDisconnectBytes: Int = 1_048_576,
-                maxReadBytes: Int = 8 * 1_048_576, maxNamespaces: Int = 10_000) {
+                maxReadBytes: Int = 8 * 1_048_576, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
+        self.sliceReadsOver = sliceReadsOver
         self.maxListensPerConnection = maxListensPerConnection
         self.maxOnDisconnectOps = maxOnDisconnectOps
         self.maxOnDisconnectBytes = maxOnDisconnectBytes

@@ -31,6 +31,9 @@ public enum ReplyData: Sendable, Equatable {
     case emptyObject
     case json(JSON)
     case node(Node)
+    /// A big read's answer, still to be computed and serialized: the shell does it in slices
+    /// (`SlicedRead`); it may still turn out over the read budget, and then the reply is `tooBig`.
+    case deferred(DeferredRead)
 }
 
 /// What the engine asks the shell to do, in order.

@@ -37,25 +37,41 @@ enum QueryWindow {
     }
 
     /// The `count` smallest in-range children (the largest with `largest`), in no particular order.
-    /// A binary heap holds the ones kept so far with the worst of them on top.
     static func select(_ count: Int, from children: [String: Node], spec: QuerySpec, largest: Bool) -> [Candidate] {
-        let index = spec.index
-        // `worse(a, b)`: a is further from the wanted end than b.
-        func worse(_ a: Candidate, _ b: Candidate) -> Bool { largest ? less(a, b, index: index) : less(b, a, index: index) }
-        var heap: [Candidate] = []
-        heap.reserveCapacity(min(count, children.count))
-        let ranged = spec.start != nil || spec.end != nil
-        for (key, child) in children {
-            if ranged && !spec.contains(key, child) { continue }
+        var selector = Selector(count, spec: spec, largest: largest, expected: children.count)
+        for (key, child) in children { selector.offer(key, child) }
+        return selector.heap
+    }
+
+    /// The selection one child at a time, so that it can be spread over several turns of the loop
+    /// (`SlicedRead`). A binary heap holds the ones kept so far with the worst of them on top.
+    struct Selector {
+        let count: Int
+        let spec: QuerySpec
+        let largest: Bool
+        private(set) var heap: [Candidate] = []
+
+        init(_ count: Int, spec: QuerySpec, largest: Bool, expected: Int) {
+            self.count = count
+            self.spec = spec
+            self.largest = largest
+            heap.reserveCapacity(min(count, expected))
+        }
+
+        mutating func offer(_ key: String, _ child: Node) {
+            let index = spec.index, largest = largest
+            // `worse(a, b)`: a is further from the wanted end than b.
+            func worse(_ a: Candidate, _ b: Candidate) -> Bool { largest ? less(a, b, index: index) : less(b, a, index: index) }
+            if (spec.start != nil || spec.end != nil) && !spec.contains(key, child) { return }
             let value = QueryOrder.Indexed(child, index)
             if heap.count == count {
                 // Most children lose to the worst one kept: decide that before building a candidate.
                 let top = heap[0]
                 if index != .key {
                     let byValue = QueryOrder.compare(value, top.value)
-                    if byValue != 0 ? (byValue > 0) != largest : !beats(key, top.key, largest: largest) { continue }
+                    if byValue != 0 ? (byValue > 0) != largest : !beats(key, top.key, largest: largest) { return }
                 } else if !beats(key, top.key, largest: largest) {
-                    continue
+                    return
                 }
                 heap[0] = Candidate(key: key, node: child, value: value)
                 siftDown(&heap, 0, worse)
@@ -64,7 +80,14 @@ enum QueryWindow {
                 siftUp(&heap, heap.count - 1, worse)
             }
         }
-        return heap
+
+        /// The selected children as the query's result.
+        var result: Node {
+            var kept: [String: Node] = [:]
+            kept.reserveCapacity(heap.count)
+            for entry in heap { kept[entry.key] = entry.node }
+            return kept.isEmpty ? .null : .branch(kept, priority: nil)
+        }
     }
 
     /// Whether a key beats the kept one on a tie of values: smaller keys win for the first ones,

@@ -64,12 +64,7 @@ extension LogEntry {
         }
         if !limitUsage.isEmpty {
             members.append(("l", .array(limitUsage.map { change in
-                let usage: JSON = change.usage.map { usage in
-                    var fields: [(String, JSON)] = [("c", .number(Double(usage.count)))]
-                    if let started = usage.cooldownStartedAt { fields.append(("t", StorageCoding.json(started))) }
-                    return .object(fields)
-                } ?? .null
-                return .array([.string(change.limit), .string(change.uid), usage])
+                .array([.string(change.limit), .string(change.uid), Self.json(change.usage)])
             })))
         }
         if let identity { members.append(("id", .string(identity))) }
@@ -205,7 +200,7 @@ extension LogEntry {
         return out
     }
 
-    private static func list(_ json: JSON?, _ name: String) throws(DecodingError) -> [JSON] {
+    static func list(_ json: JSON?, _ name: String) throws(DecodingError) -> [JSON] {
         switch json {
         case nil, .null?: return []
         case .array(let items)?: return items
@@ -213,7 +208,15 @@ extension LogEntry {
         }
     }
 
-    private static func usage(_ json: JSON) throws(DecodingError) -> LimitUsage? {
+    /// `{"c": count, "t": cooldownStartedAt}`, or null for no usage (also in snapshots).
+    static func json(_ usage: LimitUsage?) -> JSON {
+        guard let usage else { return .null }
+        var fields: [(String, JSON)] = [("c", .number(Double(usage.count)))]
+        if let started = usage.cooldownStartedAt { fields.append(("t", StorageCoding.json(started))) }
+        return .object(fields)
+    }
+
+    static func usage(_ json: JSON) throws(DecodingError) -> LimitUsage? {
         if json.isNull { return nil }
         guard let countJSON = json["c"], let count = uint64(countJSON), count <= UInt64(Int.max) else {
             throw .invalid("a limit usage needs a count")
@@ -242,7 +245,7 @@ extension LogEntry {
         }
     }
 
-    private static func isFinite(_ node: Node) -> Bool {
+    static func isFinite(_ node: Node) -> Bool {
         switch node {
         case let .leaf(leaf, priority):
             if case .number(let n) = leaf, !n.isFinite { return false }

@@ -145,7 +145,7 @@ extension Node {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func writeLeaf(_ leaf: Leaf, into out: inout [UInt8]) {
+    static func writeLeaf(_ leaf: Leaf, into out: inout [UInt8]) {
         switch leaf {
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n):
@@ -172,7 +172,7 @@ extension Node {
     }
 
     /// A JSON string with `JSONWriter.writeString`'s escapes (quote, backslash, control characters).
-    private static func writeString(_ s: String, into out: inout [UInt8]) {
+    static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for byte in s.utf8 {
             switch byte {

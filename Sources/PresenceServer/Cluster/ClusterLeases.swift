@@ -6,10 +6,15 @@ import PresenceRedis
 /// (`LeaseMonitor`), REAP expired nodes and adopt their sessions, LEAVE on a graceful stop.
 extension ClusterLink {
     func join(_ member: ClusterNamespace) {
+        checkHistory(member) { [unowned self] in create(member) }
+    }
+
+    private func create(_ member: ClusterNamespace) {
         member.log.create(epoch: NodeIdentity.randomEpoch(), leaseMilliseconds: settings.leaseMilliseconds) { [unowned self] result in
             runtime.dispatch {
                 switch result {
                 case .success(.created(let epoch)), .success(.exists(let epoch, _)):
+                    rememberHistory(epoch, of: member)
                     joinLease(member, epoch: epoch)
                 case .success(.orphanLog):
                     logger.critical("namespace \(member.name): Redis holds its log without its head; refusing to write to it")

@@ -31,11 +31,17 @@ final class ClusterLink {
     private(set) var connectedSince: Int64?
     private(set) var fenced = false
     let metrics = ClusterMetrics()
+    /// `--cluster-state`: the history of each namespace served, checked before CREATE.
+    let history: ClusterHistory?
     /// The operators' node list and forwarded kicks (ClusterDirectory.swift).
     let directory: ClusterDirectory
-    /// For `/readyz`: connected to Redis and not fenced.
-    var isReady: Bool { connectedSince != nil && !fenced }
+    /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up.
+    var isReady: Bool { isConnected && !fenced && preloading.isEmpty }
+    var isConnected: Bool { connectedSince != nil }
+    /// `--preload` namespaces not caught up yet.
+    private(set) var preloading: Set<String> = []
     var beatTimer: LoopTimer?
+    var snapshotTimer: LoopTimer?
     /// Answers decided without Redis, given after the current step (never inside it).
     private var deferred: [() -> Void] = []
     private var deferredTimer: LoopTimer?
@@ -56,13 +62,15 @@ final class ClusterLink {
                                                         commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
                                                         clientName: name + " tail"))
         tail = RedisLogTail(connection: tailConnection)
+        history = settings.clusterStatePath.flatMap { try? ClusterHistory(path: $0) } // read once already by the settings
         directory = ClusterDirectory(connection: commands, nodeID: settings.nodeID)
     }
 
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
     func start() {
         for script in [RedisScripts.create, RedisScripts.sequence, RedisScripts.join, RedisScripts.beat, RedisScripts.leave,
-                       RedisScripts.reap, RedisScripts.release, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave] {
+                       RedisScripts.reap, RedisScripts.release, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave,
+                       RedisScripts.snapshotBegin, RedisScripts.snapshotChunks, RedisScripts.snapshotDone] {
             commands.register(script)
         }
         commands.onEvent = { [unowned self] event in runtime.dispatch { connectionEvent(event) } }
@@ -78,8 +86,21 @@ final class ClusterLink {
             deferred = []
             for job in jobs { job() }
         }
+        let snapshots = runtime.makeTimer { [unowned self] in
+            snapshotTick()
+            snapshotTimer?.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
+        }
+        snapshotTimer = snapshots
+        snapshots.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
         runtime.onShutdown { [unowned self] in close() }
         logger.info("cluster node \(settings.nodeID) on Redis \(settings.redisAddress)")
+        preloading = Set(settings.preload)
+        if !preloading.isEmpty {
+            later { [unowned self] in
+                for ns in settings.preload { engine.preload(namespace: ns) }
+                runSteps()
+            }
+        }
     }
 
     // MARK: Effects
@@ -134,6 +155,13 @@ final class ClusterLink {
         member.wantsFollow = false
         member.generation += 1
         tail.unfollow(member.keys)
+        if preloading.contains(ns) {
+            // Released before it caught up (a client came and went): /readyz still waits for it.
+            later { [unowned self] in
+                engine.preload(namespace: ns)
+                runSteps()
+            }
+        }
         if case .failed = member.phase { return }
         if member.isJoined { member.phase = .idle }
     }
@@ -143,13 +171,16 @@ final class ClusterLink {
         member.phase = .catchingUp(head: nil)
         member.generation += 1
         member.gaps = 0
+        member.snapshots.started(at: clock.milliseconds())
         let generation = member.generation
         member.log.head { [unowned self] result in
             runtime.dispatch {
                 guard member.generation == generation else { return } // released (or restarted) meanwhile
                 switch result {
+                case .success(let head?) where head.snapshot > 0:
+                    loadSnapshot(member, head: head, generation: generation)
                 case .success(let head?) where head.min > 1:
-                    failFollowing(member, "its log was trimmed below revision \(head.min) and this node cannot load snapshots yet")
+                    failFollowing(member, "its log was trimmed below revision \(head.min) and it has no snapshot")
                 case .success(let head):
                     let rev = head?.rev ?? 0
                     member.phase = .catchingUp(head: rev)
@@ -165,8 +196,9 @@ final class ClusterLink {
         }
     }
 
-    private func caughtUp(_ member: ClusterNamespace) {
+    func caughtUp(_ member: ClusterNamespace) {
         member.phase = .serving
+        preloading.remove(member.name)
         answer { engine.caughtUp(namespace: member.name, now: $0) }
     }
 
@@ -183,11 +215,18 @@ final class ClusterLink {
             apply(entries, to: member)
         case let .gap(keys, expected, found):
             guard let member = members[keys.namespace], member.isApplying else { return }
+            if case .catchingUp = member.phase {
+                // Trimmed while this node was loading: start again from the newest snapshot.
+                logger.notice("namespace \(member.name): revisions \(expected)..<\(found) were trimmed while catching up; loading the newest snapshot")
+                return startFollowing(member)
+            }
             // A read in flight when the namespace was followed again answers from the old
             // position: follow on from what is applied. Gaps in a row mean the log was trimmed.
             member.gaps += 1
             if member.gaps > 3 {
-                failFollowing(member, "revisions \(expected)..<\(found) are no longer in the log")
+                // Trimmed behind a snapshot while this node lagged more than --log-keep: a replica
+                // with listeners cannot jump; restart (as fencing does) and load the snapshot.
+                fence("revisions \(expected)..<\(found) of namespace \(member.name) were trimmed from the log before this node applied them")
             } else {
                 tail.follow(member.keys, after: engine.appliedRevision(namespace: member.name) ?? 0)
             }
@@ -212,6 +251,7 @@ final class ClusterLink {
             }
             if case .catchingUp(let head?) = member.phase, entry.rev >= head {
                 member.phase = .serving
+                preloading.remove(member.name)
                 engine.caughtUp(namespace: member.name, now: now)
             }
         }

@@ -10,10 +10,16 @@ final class ClusterMetrics {
     private let pendingSteps = CoreMetrics.Gauge(label: "presence_cluster_pending_steps")
     private let failedCommands = CoreMetrics.Counter(label: "presence_cluster_redis_failed_commands_total")
     private let reconnects = CoreMetrics.Counter(label: "presence_cluster_redis_connects_total")
+    private let snapshotsWrittenCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_written_total")
+    private let snapshotsLoadedCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_loaded_total")
     /// SEQ and node-list beats, sent to answered (a histogram: `_bucket`, `_sum`, `_count`).
     private let redisRoundTrip = CoreMetrics.Timer(label: "presence_cluster_redis_round_trip_seconds")
     private var exportedFailures = 0
     private var exportedConnects = 0
+    /// Snapshots this node published, and loaded to start following a namespace.
+    var snapshotsWritten = 0
+    var snapshotsLoaded = 0
+    private var exportedSnapshots = (written: 0, loaded: 0)
 
     func roundTrip(since sent: UInt64) {
         redisRoundTrip.recordNanoseconds(Int64(clamping: MonotonicClock.nanoseconds() &- sent))
@@ -21,7 +27,7 @@ final class ClusterMetrics {
 
     /// Records the link's state now (called when `/metrics` is scraped).
     func record(_ link: ClusterLink) {
-        redisUp.record(link.isReady ? 1 : 0)
+        redisUp.record(link.isConnected && !link.fenced ? 1 : 0)
         lag.record(link.largestLag)
         pendingSteps.record(link.engine.pendingStepCount)
         let now = link.commands.statistics
@@ -29,6 +35,9 @@ final class ClusterMetrics {
         if now.connects > exportedConnects { reconnects.increment(by: now.connects - exportedConnects) }
         exportedFailures = now.failedCommands
         exportedConnects = now.connects
+        if snapshotsWritten > exportedSnapshots.written { snapshotsWrittenCounter.increment(by: snapshotsWritten - exportedSnapshots.written) }
+        if snapshotsLoaded > exportedSnapshots.loaded { snapshotsLoadedCounter.increment(by: snapshotsLoaded - exportedSnapshots.loaded) }
+        exportedSnapshots = (snapshotsWritten, snapshotsLoaded)
     }
 }
 

@@ -49,6 +49,8 @@ final class ClusterNamespace {
     /// Since when (monotonic ms) the namespace has been joined, idle and quiet: released after
     /// `--release-idle`.
     var idleSince: Int64?
+    /// Snapshots of this namespace: the newest known, when to write the next, what to trim.
+    let snapshots = SnapshotSchedule()
 
     var name: String { keys.namespace }
     var epoch: String? { lease?.epoch }

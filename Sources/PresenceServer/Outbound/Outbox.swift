@@ -33,12 +33,21 @@ final class Outbox {
     private(set) var bytesSent = 0
     private(set) var pushes = 0
 
-    init(maxQueuedBytes: Int, logger: Logger, metrics: ServerMetrics, table: ConnectionTable, streams: EventStreams) {
+    /// Big reads answered in slices; what their connections are sent meanwhile waits behind them.
+    let slices: SlicedReplies
+
+    init(maxQueuedBytes: Int, logger: Logger, metrics: ServerMetrics, table: ConnectionTable, streams: EventStreams,
+         slices: SlicedReplies) {
         self.maxQueuedBytes = maxQueuedBytes
         self.logger = logger
         self.metrics = metrics
         self.table = table
         self.streams = streams
+        self.slices = slices
+        slices.release = { [unowned self] id, frames, reply, waitsFor in
+            guard let connection = table[id], connection.closing == nil else { return }
+            submit(frames, reply: reply, waitsFor: waitsFor, to: connection)
+        }
     }
 
     /// Performs engine effects in order. A reply waits for `barrier` (the sequence of the step's
@@ -56,6 +65,12 @@ final class Outbox {
     }
 
     private func send(_ message: Outbound, to recipients: [ConnectionID], barrier: UInt64?, writeStartedAt: UInt64?) {
+        if case .reply(let number, .success(.deferred(let read))) = message {
+            for recipient in recipients where table[recipient.raw]?.closing == nil {
+                slices.enqueue(read, number: number, waitsFor: barrier, for: recipient.raw)
+            }
+            return
+        }
         let text = OutboundEncoder.encode(message)
         var reply: Int?
         switch message {
@@ -81,11 +96,20 @@ final class Outbox {
         for recipient in recipients {
             if anyStreams, streams.enqueue(message, for: recipient.raw) { continue }
             guard let connection = table[recipient.raw], connection.closing == nil else { continue }
-            if order.mayLeave(waitsFor: waitsFor, lane: connection.lane) {
-                deliver(frames, reply: reply, to: connection)
-            } else {
-                order.hold(HeldMessage(frames: frames, reply: reply), waitsFor: waitsFor, to: connection.id, lane: &connection.lane)
+            if slices.isActive, slices.holds(connection.id) {
+                slices.hold(frames, reply: reply, waitsFor: waitsFor, for: connection.id)
+                continue
             }
+            submit(frames, reply: reply, waitsFor: waitsFor, to: connection)
+        }
+    }
+
+    /// A message for one connection: due now, or held by the durability barrier.
+    private func submit(_ frames: [OutFrame], reply: Int?, waitsFor: UInt64?, to connection: ShellConnection) {
+        if order.mayLeave(waitsFor: waitsFor, lane: connection.lane) {
+            deliver(frames, reply: reply, to: connection)
+        } else {
+            order.hold(HeldMessage(frames: frames, reply: reply), waitsFor: waitsFor, to: connection.id, lane: &connection.lane)
         }
     }
 
@@ -159,6 +183,7 @@ final class Outbox {
     func closed(_ connection: ShellConnection) {
         _ = due.take(for: connection)
         clearQueue(of: connection)
+        if slices.isActive { slices.forget(connection.id) }
     }
 
     /// Payload bytes queued for sockets, all connections together.

@@ -24,9 +24,12 @@ enum MonotonicClock {
 enum SessionIDs {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
+    /// Never starts with `-` or `_`: operators paste ids into `presence-client admin kick`, where a
+    /// leading `-` reads as a flag.
     static func make() -> String {
         var generator = SystemRandomNumberGenerator()
-        return String((0..<16).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+        let first = alphabet[Int(generator.next() % 62)]
+        return String([first] + (1..<16).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
     }
 }
 

@@ -397,8 +397,12 @@ final class FakeLog {
             switch effect {
             case .follow(let ns):
                 node.applied[ns] = 0
-                if let snapshot = node.snapshotSource?.engine.replicaSnapshot(namespace: ns) {
+                if let taken = node.snapshotSource?.engine.replicaSnapshot(namespace: ns) {
                     do {
+                        // Through the bytes Redis would hold, in small chunks.
+                        let chunks = try taken.encodedChunks(token: "t\(taken.rev)", chunkBytes: 97)
+                        let snapshot = try ReplicaSnapshot(decodingChunks: Dictionary(uniqueKeysWithValues: chunks.map { ($0.id, $0.data) }),
+                                                           namespace: ns, rev: taken.rev)
                         try node.engine.loadReplica(snapshot, now: clock.now)
                         node.applied[ns] = Int(snapshot.rev)
                         node.snapshotLoadedAt = snapshot.rev

@@ -1,0 +1,180 @@
+import PresenceCore
+import PresenceLoop
+import PresenceWire
+
+/// Big reads answered in slices (issue 16: a 6 MB `g` held the loop, and so every other client,
+/// for 0.2 s). The engine answers such a read with a `DeferredRead` (`EngineLimits.sliceReadsOver`);
+/// here it is computed, serialized and cut into frames a slice at a time: each turn of the loop
+/// spends at most `sliceNanoseconds` on all of them together, then lets the loop read and answer
+/// other clients before the next slice (a timer of 1 µs: libuv polls for I/O before it fires).
+///
+/// Slices take at most half of the loop's time: after a turn's slices the next wait as long as
+/// they took (`sliceNanoseconds` of work, then as long idle). A big read's wall time doubles, but
+/// the loop is idle half the time, so other clients' messages find it waiting for them rather than
+/// busy (on a shared machine, a busy process also loses the CPU to others more often).
+///
+/// Order on the connection is kept: while a connection has a read in slices, what the outbound path
+/// would send it afterwards waits here behind it (`holds`, `hold`), and all of it is handed back to
+/// the outbound path, in order, when the read is done. A connection's reads run one after the other,
+/// and at most `concurrentReads` connections' reads are built at once (memory: about twice the read
+/// budget for each, the text and its frames; a connection that waits for its turn holds a snapshot,
+/// which shares the tree's storage). The slices' loop time is charged to the connection's message budget, as
+/// the time of handling its messages is (`InboundThrottle`). Loop thread only.
+final class SlicedReplies {
+    /// What a connection is sent, in order: a read still in slices, or a message waiting behind one.
+    private enum Item {
+        case read(SlicedRead, number: Int, waitsFor: UInt64?)
+        case framing(Framing, number: Int, waitsFor: UInt64?)
+        case message(frames: [OutFrame], reply: Int?, waitsFor: UInt64?)
+    }
+
+    /// Loop time all slices of one turn may take together.
+    static let sliceNanoseconds: UInt64 = 1_000_000
+    /// Connections whose reads are built at once; the others wait their turn (in arrival order),
+    /// so that many connections reading big locations together hold at most this many answers.
+    static let concurrentReads = 4
+    /// Units of `SlicedRead` work (a child offered, a node written) between two looks at the clock.
+    static let workPerStep = 256
+
+    private var queues: [UInt64: [Item]] = [:]
+    /// Connections with a read in slices, in the order they are served (round robin).
+    private var turnOrder: [UInt64] = []
+    private var timer: LoopTimer!
+    /// Hands ready messages back to the outbound path (set by `Outbox`).
+    var release: ((UInt64, [OutFrame], Int?, UInt64?) -> Void)?
+    /// The refusal for a read found over the budget (the engine counts and logs it).
+    var refuse: ((UInt64, String) -> EngineError)?
+    /// Charges loop time spent on a connection's read to its message budget.
+    var charge: ((UInt64, UInt64) -> Void)?
+
+    init(runtime: LoopRuntime) {
+        timer = runtime.makeTimer { [unowned self] in runSlice() }
+    }
+
+    var isActive: Bool { !queues.isEmpty }
+
+    /// Whether messages for `id` must wait behind a read in slices.
+    func holds(_ id: UInt64) -> Bool { queues[id] != nil }
+
+    /// A deferred read's reply for connection `id`; `waitsFor` is the step's durability barrier.
+    func enqueue(_ read: DeferredRead, number: Int, waitsFor: UInt64?, for id: UInt64) {
+        let (prefix, suffix) = OutboundEncoder.okReplyEnvelope(number: number)
+        let item = Item.read(SlicedRead(read, prefix: prefix, suffix: suffix), number: number, waitsFor: waitsFor)
+        if queues[id] != nil {
+            queues[id]!.append(item)
+        } else {
+            queues[id] = [item]
+            turnOrder.append(id)
+        }
+        if !timer.isScheduled { timer.schedule(afterMicroseconds: 1) }
+    }
+
+    /// A message for `id` that must wait behind its read (`holds(id)` is true).
+    func hold(_ frames: [OutFrame], reply: Int?, waitsFor: UInt64?, for id: UInt64) {
+        queues[id]?.append(.message(frames: frames, reply: reply, waitsFor: waitsFor))
+    }
+
+    /// The connection went away: its reads and what waited behind them go nowhere.
+    func forget(_ id: UInt64) {
+        guard queues.removeValue(forKey: id) != nil else { return }
+        turnOrder.removeAll { $0 == id }
+    }
+
+    /// One turn's slices: the connections in turn, each a step at a time, until the turn's time is
+    /// spent or nothing is left.
+    private func runSlice() {
+        let started = MonotonicClock.nanoseconds()
+        var position = 0
+        var elapsed: UInt64 = 0
+        while !turnOrder.isEmpty, elapsed < Self.sliceNanoseconds {
+            if position >= min(turnOrder.count, Self.concurrentReads) { position = 0 }
+            let id = turnOrder[position]
+            let before = MonotonicClock.nanoseconds()
+            let finished = advance(id)
+            let now = MonotonicClock.nanoseconds()
+            charge?(id, now - before)
+            elapsed = now - started
+            if finished {
+                turnOrder.remove(at: position)
+            } else {
+                position += 1
+            }
+        }
+        // Among the connections being served, the next one starts the next turn, so that one big
+        // read does not always go first.
+        let served = min(turnOrder.count, Self.concurrentReads)
+        if position > 0, position < served {
+            let head = turnOrder[..<served]
+            turnOrder.replaceSubrange(..<served, with: head[position...] + head[..<position])
+        }
+        if !turnOrder.isEmpty { timer.schedule(afterMicroseconds: Int64(max(1, elapsed / 1_000))) }
+    }
+
+    /// One step of `id`'s first read; releases what is ready. True when `id` holds nothing more.
+    private func advance(_ id: UInt64) -> Bool {
+        guard var items = queues.removeValue(forKey: id), !items.isEmpty else { return true }
+        switch items[0] {
+        case .read(var read, let number, let waitsFor):
+            items[0] = .message(frames: [], reply: nil, waitsFor: nil)  // keeps `read` unique while it works
+            if let outcome = read.step(work: Self.workPerStep) {
+                switch outcome {
+                case .success(let reply):
+                    items[0] = .framing(Framing(reply), number: number, waitsFor: waitsFor)
+                case .failure(let error):
+                    var refusal = error
+                    if case .tooBig(let message) = error, let refuse { refusal = refuse(id, message) }
+                    let text = OutboundEncoder.encode(.reply(number: number, result: .failure(refusal)))
+                    items[0] = .message(frames: OutFrame.frames(for: text) ?? [], reply: number, waitsFor: waitsFor)
+                }
+            } else {
+                items[0] = .read(read, number: number, waitsFor: waitsFor)
+            }
+        case .framing(var framing, let number, let waitsFor):
+            items[0] = .message(frames: [], reply: nil, waitsFor: nil)
+            if let frames = framing.step() {
+                items[0] = .message(frames: frames, reply: number, waitsFor: waitsFor)
+            } else {
+                items[0] = .framing(framing, number: number, waitsFor: waitsFor)
+            }
+        case .message:
+            break
+        }
+        // Everything ready at the front leaves, in order, up to the next read still in slices.
+        var ready = 0
+        while ready < items.count, case .message(let frames, let reply, let waitsFor) = items[ready] {
+            if !frames.isEmpty || reply != nil { release?(id, frames, reply, waitsFor) }
+            ready += 1
+        }
+        if ready == items.count { return true }
+        items.removeFirst(ready)
+        queues[id] = items
+        return false
+    }
+
+    /// An answer's bytes cut into frames a few at a time (`FrameSplitter`'s pieces, without
+    /// copying the whole answer more than once per step).
+    struct Framing {
+        let bytes: [UInt8]
+        private var start = 0
+        private var pieces: [OutFrame] = []
+        /// Frames made per step: 1 MiB of copying.
+        static let piecesPerStep = 64
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        /// The next pieces; the frames of the whole message once the last piece is cut.
+        mutating func step() -> [OutFrame]? {
+            if bytes.count <= FrameSplitter.maxFrameBytes { return [OutFrame(payload: bytes)] }
+            var made = 0
+            while start < bytes.count, made < Self.piecesPerStep {
+                let end = FrameSplitter.pieceEnd(in: bytes, from: start)
+                pieces.append(OutFrame(payload: Array(bytes[start..<end])))
+                start = end
+                made += 1
+            }
+            guard start == bytes.count else { return nil }
+            guard pieces.count <= FrameSplitter.maxPieces else { return [] }
+            return [OutFrame(payload: Array(String(pieces.count).utf8))] + pieces
+        }
+    }
+}
