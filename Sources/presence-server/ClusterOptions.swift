@@ -26,6 +26,9 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: seconds to connect to Redis and for each command.")
     var redisTimeout = 2.0
 
+    @Option(help: "--storage redis: seconds a namespace this node no longer follows, and holds no sessions of, keeps its lease before the node releases it (stops beating there).")
+    var releaseIdle = 30.0
+
     @Option(help: "--storage redis: seconds between snapshots of a namespace's replica (one node writes each; the log is trimmed behind it).")
     var snapshotEvery = 60.0
 
@@ -42,7 +45,7 @@ struct ClusterOptions: ParsableArguments {
     var clusterState: String?
 
     static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout",
-                            "snapshot-every", "snapshot-entries", "log-keep", "preload", "cluster-state"]
+                            "snapshot-every", "snapshot-entries", "log-keep", "preload", "cluster-state", "release-idle"]
 
     /// The node's name when `--node-id` is not given: this host and the port asked for (the process
     /// id when the port is picked by the system).
@@ -55,7 +58,7 @@ struct ClusterOptions: ParsableArguments {
 
     func settings(port: Int, disconnectGrace: Double) throws(ClusterSettings.Invalid) -> ClusterSettings {
         try ClusterSettings(redis: redis, nodeName: nodeName(port: port), leaseSeconds: nodeLease, fenceAfterSeconds: fenceAfter,
-                            beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout,
+                            beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout, releaseIdleSeconds: releaseIdle,
                             graceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
                             snapshotEverySeconds: snapshotEvery, snapshotEntries: snapshotEntries, logKeepSeconds: logKeep,
                             preload: preload.split(separator: ",").map(String.init).filter { !$0.isEmpty },
@@ -66,7 +69,7 @@ struct ClusterOptions: ParsableArguments {
         [("redis", .string(redis)), ("node-id", nodeID.map { .string($0) } ?? .null), ("node-lease", .number(nodeLease)),
          ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout)),
          ("snapshot-every", .number(snapshotEvery)), ("snapshot-entries", .number(Double(snapshotEntries))),
-         ("log-keep", .number(logKeep)), ("preload", .string(preload)),
+         ("release-idle", .number(releaseIdle)), ("log-keep", .number(logKeep)), ("preload", .string(preload)),
          ("cluster-state", clusterState.map { .string($0) } ?? .null)]
     }
 }

@@ -67,6 +67,6 @@ import Testing
 
     @Test func scriptsHaveDistinctNames() {
         let names = RedisScripts.all.map(\.name)
-        #expect(Set(names).count == names.count && names.count == 11)
+        #expect(Set(names).count == names.count && names.count == 12)
     }
 }

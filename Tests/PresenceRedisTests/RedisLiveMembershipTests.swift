@@ -10,7 +10,7 @@ import Testing
         let joined = try fixture.loop.call { a.join(completion: $0) }
         guard case .joined(_, 1000, []) = joined else { Issue.record("rejoin of a live id is a beat: \(joined)"); return }
         _ = try fixture.append(a, "x")
-        guard case .alive(_, 1) = try fixture.beat(a) else { Issue.record("beat"); return }
+        guard case .alive(_, 1, _) = try fixture.beat(a) else { Issue.record("beat"); return }
         fixture.loop.run(for: 1100)
         guard case .expired = try fixture.beat(a) else { Issue.record("expired"); return }
         guard case .expired = try fixture.beat(a) else { Issue.record("still expired"); return }
@@ -58,7 +58,7 @@ import Testing
             #expect(try fixture.loop.call { fixture.sessions(dying).put(id, ops: Array(id.utf8), completion: $0) } == .done)
         }
         #expect(try fixture.loop.call { fixture.sessions(dying).hold("S3", disconnectedAt: 111, runAt: 222, completion: $0) } == .done)
-        guard case .alive(let lastBeat, _) = try fixture.beat(dying) else { Issue.record("beat"); return }
+        guard case .alive(let lastBeat, _, _) = try fixture.beat(dying) else { Issue.record("beat"); return }
         for _ in 0..<5 {
             fixture.loop.run(for: 250)
             guard case .alive = try fixture.beat(reaper) else { Issue.record("reaper beat"); return }

@@ -61,7 +61,7 @@ import Testing
         let dying = try fixture.member("x")
         let taker = try fixture.member("y")
         #expect(try fixture.loop.call { fixture.sessions(dying).put("S", ops: [1], completion: $0) } == .done)
-        guard case .alive(let lastBeat, _) = try fixture.beat(dying) else { Issue.record("beat"); return }
+        guard case .alive(let lastBeat, _, _) = try fixture.beat(dying) else { Issue.record("beat"); return }
         for _ in 0..<5 {
             fixture.loop.run(for: 250)
             _ = try fixture.beat(taker)

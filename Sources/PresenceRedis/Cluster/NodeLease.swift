@@ -40,8 +40,9 @@ public final class NodeLease {
     }
 
     public enum Beat: Sendable, Equatable {
-        /// Renewed at `redisTime`; `headRev` lets the node measure its lag.
-        case alive(redisTime: Int64, headRev: UInt64)
+        /// Renewed at `redisTime`; `headRev` lets the node measure its lag; `reapDue`: an expired
+        /// lease or a down node's sessions wait for REAP.
+        case alive(redisTime: Int64, headRev: UInt64, reapDue: Bool)
         case epochMismatch(current: String?)
         /// Too late: the lease ran out at `lastBeat + lease`. Stop; rejoin as a new incarnation.
         case expired(lastBeat: Int64)
@@ -50,11 +51,11 @@ public final class NodeLease {
     }
 
     public func beat(completion: @escaping (Result<Beat, RedisError>) -> Void) {
-        connection.run(RedisScripts.beat, keys: [keys.head, keys.nodes], arguments: [node.id, epoch], parse: { reply in
+        connection.run(RedisScripts.beat, keys: [keys.head, keys.nodes, keys.down], arguments: [node.id, epoch], parse: { reply in
             switch reply.status {
             case "OK":
                 guard let time = reply.integer(0), let rev = reply.integer(1) else { return nil }
-                return .alive(redisTime: time, headRev: UInt64(max(0, rev)))
+                return .alive(redisTime: time, headRev: UInt64(max(0, rev)), reapDue: (reply.integer(2) ?? 1) != 0)
             case "EPOCH": return .epochMismatch(current: reply.currentEpoch)
             case "EXPIRED": return reply.integer(0).map { .expired(lastBeat: $0) }
             case "UNKNOWN": return .unknown
@@ -125,9 +126,11 @@ public final class NodeLease {
                 }
                 var adopted: [SessionRecord] = []
                 for item in adoptedList {
-                    guard let fields = item.array, fields.count == 6, let id = fields[0].string,
-                          let at = fields[3].integer, let runAt = fields[4].integer, let ops = fields[5].bytes else { return nil }
+                    guard let fields = item.array, fields.count == 7, let id = fields[0].string,
+                          let at = fields[3].integer, let runAt = fields[4].integer, let ops = fields[5].bytes,
+                          let changes = SessionRecord.changes(fields[6]) else { return nil }
                     adopted.append(SessionRecord(id: id, owner: owner, state: .held, disconnectedAt: at, runAt: runAt, ops: ops,
+                                                 changes: changes,
                                                  previousOwner: fields[1].string,
                                                  previousState: fields[2].string.flatMap(SessionRecord.State.init(rawValue:))))
                 }

@@ -13,7 +13,7 @@ public final class RedisSessions {
 
     public enum Change: Sendable, Equatable {
         case done
-        /// `hold`/`drop` of a record that does not exist (already ran, or never had ops).
+        /// `change`/`hold`/`drop` of a record that does not exist (already ran, or never had ops).
         case absent
         case notOwner(owner: String)
         case epochMismatch(current: String?)
@@ -22,21 +22,28 @@ public final class RedisSessions {
 
     /// The session's ops changed (`o`, `om`, `oc`): create or replace its record, live, owned by this node.
     public func put(_ id: String, ops: [UInt8], completion: @escaping (Result<Change, RedisError>) -> Void) {
-        change(id, op: "put", extra: [ops], completion: completion)
+        command(id, op: "put", extra: [ops], completion: completion)
+    }
+
+    /// One edit of the session's ops (a large queue's `o`/`oc`): appended to its record in O(1),
+    /// whatever the number of ops. Readers replay `changes` onto `ops`; send a whole `put` again
+    /// once the changes outnumber the ops, so a record stays proportional to its queue.
+    public func append(_ id: String, change: [UInt8], completion: @escaping (Result<Change, RedisError>) -> Void) {
+        command(id, op: "change", extra: [change], completion: completion)
     }
 
     /// The session's connection dropped: held from `disconnectedAt`, to run at `runAt` (node ms).
     public func hold(_ id: String, disconnectedAt: Int64, runAt: Int64,
                      completion: @escaping (Result<Change, RedisError>) -> Void) {
-        change(id, op: "hold", extra: [disconnectedAt, runAt], completion: completion)
+        command(id, op: "hold", extra: [disconnectedAt, runAt], completion: completion)
     }
 
     /// The session's ops are gone (cancelled, or the session ended without any): delete its record.
     public func drop(_ id: String, completion: @escaping (Result<Change, RedisError>) -> Void) {
-        change(id, op: "drop", extra: [], completion: completion)
+        command(id, op: "drop", extra: [], completion: completion)
     }
 
-    private func change(_ id: String, op: String, extra: [any RedisArgument],
+    private func command(_ id: String, op: String, extra: [any RedisArgument],
                         completion: @escaping (Result<Change, RedisError>) -> Void) {
         guard SessionRecord.isValidID(id) else {
             return connection.later { completion(.failure(.notSent("session id must be 1-256 bytes"))) }
@@ -82,16 +89,18 @@ public final class RedisSessions {
             switch reply.status {
             case "TAKEN":
                 guard let rev = reply.integer(0), let from = reply.string(1), let state = reply.string(2),
-                      let at = reply.integer(3), let runAt = reply.integer(4), let ops = reply.bytes(5) else { return nil }
+                      let at = reply.integer(3), let runAt = reply.integer(4), let ops = reply.bytes(5),
+                      let changes = SessionRecord.changes(reply.fields.count > 6 ? reply.fields[6] : nil) else { return nil }
                 return .taken(rev: UInt64(max(0, rev)), record: SessionRecord(
-                    id: id, owner: node, state: .held, disconnectedAt: at, runAt: runAt, ops: ops,
+                    id: id, owner: node, state: .held, disconnectedAt: at, runAt: runAt, ops: ops, changes: changes,
                     previousOwner: from, previousState: SessionRecord.State(rawValue: state)))
             case "OWNED":
                 guard let state = reply.string(0).flatMap(SessionRecord.State.init(rawValue:)),
-                      let at = reply.integer(1), let runAt = reply.integer(2), let ops = reply.bytes(3) else { return nil }
+                      let at = reply.integer(1), let runAt = reply.integer(2), let ops = reply.bytes(3),
+                      let changes = SessionRecord.changes(reply.fields.count > 4 ? reply.fields[4] : nil) else { return nil }
                 return .alreadyOwned(SessionRecord(id: id, owner: node, state: state,
                                                    disconnectedAt: state == .held ? at : nil,
-                                                   runAt: state == .held ? runAt : nil, ops: ops))
+                                                   runAt: state == .held ? runAt : nil, ops: ops, changes: changes))
             case "ABSENT": return .absent
             case "EPOCH": return .epochMismatch(current: reply.currentEpoch)
             case "FENCED": return .fenced
@@ -105,14 +114,20 @@ public final class RedisSessions {
         guard SessionRecord.isValidID(id) else {
             return connection.later { completion(.failure(.notSent("session id must be 1-256 bytes"))) }
         }
-        connection.send(RedisCommand("HMGET", keys.session(id), "owner", "state", "at", "runAt", "ops")) { result in
+        connection.send(RedisCommand("HGETALL", keys.session(id))) { result in
             completion(result.flatMap { reply in
-                guard let fields = reply.array, fields.count == 5 else { return .failure(.unexpectedReply("HMGET: \(reply)")) }
-                guard let owner = fields[0].string else { return .success(nil) }
+                guard let pairs = reply.array, pairs.count % 2 == 0 else { return .failure(.unexpectedReply("HGETALL: \(reply)")) }
+                var fields: [String: RedisReply] = [:]
+                for index in stride(from: 0, to: pairs.count, by: 2) {
+                    if let name = pairs[index].string { fields[name] = pairs[index + 1] }
+                }
+                guard let owner = fields["owner"]?.string else { return .success(nil) }
+                let count = min(fields["n"]?.integer ?? 0, Int64(pairs.count / 2))
+                let changes = count > 0 ? (1...count).compactMap { fields["c\($0)"]?.bytes } : []
                 return .success(SessionRecord(id: id, owner: owner,
-                                              state: fields[1].string.flatMap(SessionRecord.State.init(rawValue:)) ?? .live,
-                                              disconnectedAt: fields[2].integer, runAt: fields[3].integer,
-                                              ops: fields[4].bytes ?? []))
+                                              state: fields["state"]?.string.flatMap(SessionRecord.State.init(rawValue:)) ?? .live,
+                                              disconnectedAt: fields["at"]?.integer, runAt: fields["runAt"]?.integer,
+                                              ops: fields["ops"]?.bytes ?? [], changes: changes))
             })
         }
     }

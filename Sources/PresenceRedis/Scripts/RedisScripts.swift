@@ -32,6 +32,15 @@ public enum RedisScripts {
       end
       return rev
     end
+    -- A session record's changes since its last whole put: fields c1..cn, in order.
+    local function changes_of(key, n)
+      local out = {}
+      for i = 1, tonumber(n or '0') do
+        local c = redis.call('HGET', key, 'c' .. i)
+        if c then table.insert(out, c) end
+      end
+      return out
+    end
 
     """#
 
@@ -101,9 +110,11 @@ public enum RedisScripts {
     """#)
 
     /// BEAT: renews the caller's lease. An expired lease is never renewed: the node must stop
-    /// (it has fenced itself by then) and rejoin as a new incarnation.
-    /// KEYS: head, nodes. ARGV: node id, epoch.
-    /// -> {'OK', redis ms, head rev} | {'EPOCH', current} | {'EXPIRED', last beat} | {'UNKNOWN'}
+    /// (it has fenced itself by then) and rejoin as a new incarnation. `reap` (0|1) says whether
+    /// REAP has work: a lease in the table expired, or a node in `down` waits for adoption; the
+    /// node reaps only then, so a quiet namespace costs one script call per beat, not two.
+    /// KEYS: head, nodes, down. ARGV: node id, epoch.
+    /// -> {'OK', redis ms, head rev, reap} | {'EPOCH', current} | {'EXPIRED', last beat} | {'UNKNOWN'}
     public static let beat = RedisScript(name: "beat", source: prelude + #"""
     local now = now_ms()
     local h = redis.call('HMGET', KEYS[1], 'epoch', 'lease', 'rev')
@@ -112,7 +123,16 @@ public enum RedisScripts {
     if not beat then return {'UNKNOWN'} end
     if now - tonumber(beat) > tonumber(h[2]) then return {'EXPIRED', tonumber(beat)} end
     redis.call('HSET', KEYS[2], ARGV[1], int(now))
-    return {'OK', now, tonumber(h[3])}
+    local reap = 0
+    if redis.call('HLEN', KEYS[3]) > 0 then
+      reap = 1
+    else
+      local all = redis.call('HGETALL', KEYS[2])
+      for i = 1, #all, 2 do
+        if now - tonumber(all[i + 1]) > tonumber(h[2]) then reap = 1 break end
+      end
+    end
+    return {'OK', now, tonumber(h[3]), reap}
     """#)
 
     /// LEAVE: a graceful stop. The node leaves the lease table for `down`, with `now` as the time
@@ -137,7 +157,7 @@ public enum RedisScripts {
     /// nothing left to adopt is forgotten. More batches follow in later calls.
     /// KEYS: head, log, nodes, down, owned set of the caller.
     /// ARGV: node id, epoch, now (node ms), grace ms, batch.
-    /// -> {'OK', {dead id, last beat, ...}, {{sid, from, state, at, runAt, ops}, ...}, more (0|1)}
+    /// -> {'OK', {dead id, last beat, ...}, {{sid, from, state, at, runAt, ops, {changes}}, ...}, more (0|1)}
     ///    | {'EPOCH', current} | {'FENCED'}
     public static let reap = RedisScript(name: "reap", source: prelude + #"""
     local now = now_ms()
@@ -170,13 +190,13 @@ public enum RedisScripts {
         for _, sid in ipairs(sids) do
           budget = budget - 1
           local key = base .. 's:' .. sid
-          local r = redis.call('HMGET', key, 'owner', 'state', 'at', 'runAt', 'ops')
+          local r = redis.call('HMGET', key, 'owner', 'state', 'at', 'runAt', 'ops', 'n')
           if r[1] == gone then
             local at, runAt = r[3] or last, r[4] or liveRunAt
             if r[2] ~= 'held' then at, runAt = last, liveRunAt end
             redis.call('HSET', key, 'owner', ARGV[1], 'state', 'held', 'at', at, 'runAt', runAt)
             redis.call('SADD', KEYS[5], sid)
-            table.insert(adopted, {sid, gone, r[2] or 'live', tonumber(at), tonumber(runAt), r[5] or ''})
+            table.insert(adopted, {sid, gone, r[2] or 'live', tonumber(at), tonumber(runAt), r[5] or '', changes_of(key, r[6])})
           end
         end
       end
@@ -191,6 +211,6 @@ public enum RedisScripts {
 
     /// Every script, for `RedisConnection.register` (loaded on each new connection).
     public static let all: [RedisScript] = [
-        create, sequence, join, beat, leave, reap, session, takeover, snapshotBegin, snapshotChunks, snapshotDone,
+        create, sequence, join, beat, leave, reap, release, session, takeover, snapshotBegin, snapshotChunks, snapshotDone,
     ]
 }

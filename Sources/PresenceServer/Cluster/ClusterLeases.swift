@@ -59,7 +59,7 @@ extension ClusterLink {
     }
 
     /// Performs what waited for the join, in order, then follows if asked to.
-    private func joined(_ member: ClusterNamespace) {
+    func joined(_ member: ClusterNamespace) {
         let waiting = member.waiting
         member.waiting = []
         perform(waiting)
@@ -82,7 +82,8 @@ extension ClusterLink {
                 return fence("no beat in namespace \(member.name) succeeded for \(monitor.fenceAfterMilliseconds) ms")
             }
             if !member.beatInFlight { beat(member, lease: lease) }
-            if monitor.mayReap(at: now) || member.moreToReap, !member.reapInFlight { reap(member, lease: lease) }
+            if monitor.mayReap(at: now), member.reapDue || member.moreToReap, !member.reapInFlight { reap(member, lease: lease) }
+            releaseIfIdle(member, lease: lease, now: now)
         }
         retryUnresolved()
         let jobs = retries
@@ -98,9 +99,15 @@ extension ClusterLink {
             runtime.dispatch {
                 member.beatInFlight = false
                 switch result {
-                case .success(.alive(_, let headRev)):
+                case .success(.alive(_, let headRev, let reapDue)):
                     member.monitor?.beatSucceeded(sentAt: sentAt)
                     member.lastHeadRev = headRev
+                    member.reapDue = reapDue
+                    // Reap at once rather than at the next beat: the kill bound stays lease + beat + grace.
+                    if reapDue, let lease = member.lease, member.monitor?.mayReap(at: clock.milliseconds()) == true,
+                       !member.reapInFlight {
+                        reap(member, lease: lease)
+                    }
                 case .success(.expired), .success(.unknown):
                     member.monitor?.leaseLost()
                     fence("the lease in namespace \(member.name) expired")

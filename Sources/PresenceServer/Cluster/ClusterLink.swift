@@ -24,9 +24,6 @@ final class ClusterLink {
     /// Runs the engine's step after an answer (set by `EngineSteps`).
     var runSteps: () -> Void = {}
     var members: [String: ClusterNamespace] = [:]
-    /// Each live session's ops as last stored, so a `change` can be sent as a whole `put`
-    /// (the scripts have no append op).
-    var storedSessions: [String: StoredSession] = [:]
     /// Proposals whose outcome is unknown and whose log read failed: read again at the next beat.
     var unresolved: [(Proposal, after: UInt64)] = []
     /// Work retried at the next beat (a failed head read, create or join): never in a tight loop.
@@ -72,7 +69,7 @@ final class ClusterLink {
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
     func start() {
         for script in [RedisScripts.create, RedisScripts.sequence, RedisScripts.join, RedisScripts.beat, RedisScripts.leave,
-                       RedisScripts.reap, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave,
+                       RedisScripts.reap, RedisScripts.release, RedisScripts.session, RedisScripts.takeover, RedisScripts.nodes, RedisScripts.nodesLeave,
                        RedisScripts.snapshotBegin, RedisScripts.snapshotChunks, RedisScripts.snapshotDone] {
             commands.register(script)
         }
@@ -137,7 +134,9 @@ final class ClusterLink {
 
     private func whenJoined(_ ns: String, _ effect: ClusterEffect, _ perform: (ClusterNamespace) -> Void) {
         guard let member = member(ns) else { return }
-        if member.isJoined { perform(member) } else { member.waiting.append(effect) }
+        if member.isJoined { return perform(member) }
+        member.waiting.append(effect)
+        rejoinIfReleased(member)
     }
 
     // MARK: Following
@@ -145,7 +144,9 @@ final class ClusterLink {
     private func follow(_ ns: String) {
         logger.debug("following the log of namespace \(ns)")
         guard let member = member(ns) else { return }
-        if member.isJoined { startFollowing(member) } else { member.wantsFollow = true }
+        if member.isJoined { return startFollowing(member) }
+        member.wantsFollow = true
+        rejoinIfReleased(member)
     }
 
     private func unfollow(_ ns: String) {

@@ -3,8 +3,8 @@ import PresenceRedis
 
 /// One namespace as this node takes part in it (docs/scaling.md, "Keys"): its log, its lease in
 /// the namespace's lease table, its session store, and where following its log stands. A
-/// namespace's lease lives as long as the process: a node that stops following a namespace keeps
-/// beating in it, because a lease that left can never join again under the same id.
+/// namespace the node no longer follows, and holds no sessions of, is released after
+/// `--release-idle` (RELEASE, ClusterIdleLeases.swift) and joined again when it is needed.
 final class ClusterNamespace {
     enum Phase: Equatable {
         /// Creating the log (or reading its epoch) and joining its lease table.
@@ -17,6 +17,10 @@ final class ClusterNamespace {
         case serving
         /// Cannot follow it (an apply error, a trimmed log); said once in the log.
         case failed(String)
+        /// RELEASE sent: effects wait, as while joining, until it is answered.
+        case releasing
+        /// Out of the lease table: no beats; the next effect or follow joins again.
+        case released
     }
 
     let keys: RedisKeys
@@ -34,12 +38,17 @@ final class ClusterNamespace {
     var reapInFlight = false
     /// Reaped sessions of down nodes remain: reap again at the next beat.
     var moreToReap = false
+    /// The last beat said REAP has work (an expired lease, a down node); true until a beat says not.
+    var reapDue = true
     /// Bumped by every start and stop of following: an answer to an older one is dropped.
     var generation = 0
     /// Gaps the tail reported in a row (a re-follow racing a read in flight); reset by entries.
     var gaps = 0
     /// The log's head as the last successful beat returned it (for the lag metric).
     var lastHeadRev: UInt64 = 0
+    /// Since when (monotonic ms) the namespace has been joined, idle and quiet: released after
+    /// `--release-idle`.
+    var idleSince: Int64?
     /// Snapshots of this namespace: the newest known, when to write the next, what to trim.
     let snapshots = SnapshotSchedule()
 
@@ -64,5 +73,14 @@ final class ClusterNamespace {
         sessions = RedisSessions(member: lease)
         self.monitor = monitor
         phase = .idle
+    }
+
+    /// RELEASE is on its way: act as not joined (effects wait) and beat no more.
+    func leaseReleased() {
+        lease = nil
+        sessions = nil
+        monitor = nil
+        idleSince = nil
+        phase = .releasing
     }
 }

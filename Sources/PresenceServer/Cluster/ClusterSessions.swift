@@ -3,7 +3,7 @@ import PresenceRedis
 
 /// Session records in Redis (SESSION, TAKEOVER) for the engine's `SessionCommand`s, and the
 /// adoption of a dead node's sessions (REAP). A record's ops are `StorageCoding.json(session)` as
-/// JSON text; Lua never reads them.
+/// JSON text, and each appended change `StorageCoding.json(identity:changes:)`; Lua never reads them.
 extension ClusterLink {
     func perform(_ command: SessionCommand, on member: ClusterNamespace) {
         guard let sessions = member.sessions else { return }
@@ -13,20 +13,14 @@ extension ClusterLink {
         }
         switch command.action {
         case .put(let session):
-            storedSessions[id] = session
             sessions.put(id, ops: Self.encode(session)) { [unowned self] result in done(command, result) }
         case let .change(identity, changes):
-            // The scripts have no append: replay the change onto the ops last stored, send them whole.
-            guard var session = storedSessions[id] else { return replyLater(command.reply, .failed("ABSENT")) }
-            session.identity = identity
-            session.ops = StoredSession.replay(changes, onto: session.ops)
-            storedSessions[id] = session
-            sessions.put(id, ops: Self.encode(session)) { [unowned self] result in done(command, result) }
+            // Appended in O(1); the engine sends a whole `put` once the changes outnumber the ops.
+            let change = Array(JSONWriter.string(StorageCoding.json(identity: identity, changes: changes)).utf8)
+            sessions.append(id, change: change) { [unowned self] result in done(command, result) }
         case let .hold(disconnectedAt, runAt):
-            storedSessions[id] = nil
             sessions.hold(id, disconnectedAt: disconnectedAt, runAt: runAt) { [unowned self] result in done(command, result) }
         case .drop:
-            storedSessions[id] = nil
             sessions.drop(id) { [unowned self] result in done(command, result) }
         case let .takeover(now, grace):
             sessions.takeover(id, now: now, graceMilliseconds: grace) { [unowned self] result in
@@ -67,7 +61,6 @@ extension ClusterLink {
         switch result {
         case .success(.taken(_, let record)), .success(.alreadyOwned(let record)):
             if let session = decode(record, in: member) {
-                storedSessions[id] = session
                 outcome = .held(session)
             } else {
                 outcome = .failed("its stored ops do not decode")
@@ -93,14 +86,29 @@ extension ClusterLink {
 
     private func decode(_ record: SessionRecord, in member: ClusterNamespace) -> StoredSession? {
         do {
-            var session = try StorageCoding.session(JSONParser.parse(bytes: record.ops))
-            session.disconnectedAt = record.disconnectedAt
-            session.runAt = record.runAt
-            return session
+            return try Self.decode(record)
         } catch {
             logger.error("namespace \(member.name): session \(record.id)'s stored ops do not decode (\(error)); they are lost")
             return nil
         }
+    }
+
+    /// A record's ops: the last whole `put`, with the changes appended since replayed in order
+    /// (the identity is the latest change's).
+    static func decode(_ record: SessionRecord) throws -> StoredSession {
+        var session = try StorageCoding.session(JSONParser.parse(bytes: record.ops))
+        if !record.changes.isEmpty {
+            var changes: [OnDisconnectChange] = []
+            for bytes in record.changes {
+                let change = try StorageCoding.changes(JSONParser.parse(bytes: bytes))
+                session.identity = change.identity
+                changes += change.changes
+            }
+            session.ops = StoredSession.replay(changes, onto: session.ops)
+        }
+        session.disconnectedAt = record.disconnectedAt
+        session.runAt = record.runAt
+        return session
     }
 
     static func encode(_ session: StoredSession) -> [UInt8] {

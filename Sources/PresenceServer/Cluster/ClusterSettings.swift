@@ -32,6 +32,8 @@ public struct ClusterSettings: Sendable {
     let beatMilliseconds: Int64
     /// Connect and command timeout.
     let redisTimeoutMilliseconds: Int64
+    /// A namespace not followed and holding no sessions here for this long is released (RELEASE).
+    let releaseIdleMilliseconds: Int64
     /// The engine's grace window: adopted live sessions run this long after the reap.
     let graceMilliseconds: Int64
     /// Snapshots (docs/scaling.md, "Snapshots and the bounded log"): a node that serves a
@@ -59,7 +61,8 @@ public struct ClusterSettings: Sendable {
     }
 
     public init(redis: String, nodeName: String, leaseSeconds: Double = 5, fenceAfterSeconds: Double = 3,
-                beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, graceMilliseconds: Int64,
+                beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, releaseIdleSeconds: Double = 30,
+                graceMilliseconds: Int64,
                 snapshotEverySeconds: Double = 60, snapshotEntries: Int = 100_000, logKeepSeconds: Double = 120,
                 preload: [String] = [], clusterStatePath: String? = nil) throws(Invalid) {
         do {
@@ -82,6 +85,7 @@ public struct ClusterSettings: Sendable {
         fenceAfterMilliseconds = try milliseconds(fenceAfterSeconds, "--fence-after", 0.1...600)
         beatMilliseconds = try milliseconds(beatSeconds, "--node-beat", 0.05...60)
         redisTimeoutMilliseconds = try milliseconds(redisTimeoutSeconds, "--redis-timeout", 0.1...60)
+        releaseIdleMilliseconds = try milliseconds(releaseIdleSeconds, "--release-idle", 0.1...86_400)
         self.graceMilliseconds = max(0, graceMilliseconds)
         snapshotEveryMilliseconds = try milliseconds(snapshotEverySeconds, "--snapshot-every", 0.1...86_400)
         guard (1...1_000_000_000).contains(snapshotEntries) else {
