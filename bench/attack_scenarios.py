@@ -343,6 +343,25 @@ def huge_read(context):
     return {"reads": counts}
 
 
+def huge_listen(context):
+    """Listens on a 300,000-child subtree (whole, then limitToLast 3 with a tag), each unlistened
+    once its data and ok have come, in a loop."""
+    sock, reader = signed_in(context, "listener")
+    end, r, counts = time.time() + context["duration"], 1, {}
+    while time.time() < end:
+        r += 2
+        query = {} if r % 4 == 1 else {"i": ".key", "l": 3, "vf": "r"}
+        tag = {"t": r} if query else {}
+        sock.sendall(frame(TEXT, request(r, "q", {"p": "/big", "q": query, "h": "", **tag})))
+        sock.sendall(frame(TEXT, request(r + 1, "n", {"p": "/big", "q": query, **tag})))
+        kind = {}
+        count_replies(reader, time.time() + 30, kind, expected=2)
+        for status in kind:
+            key = f"{'limitToLast 3' if query else 'whole'}: {status}"
+            counts[key] = counts.get(key, 0) + kind[status]
+    return {"listen and unlisten replies": counts}
+
+
 def online_list_setup(context):
     for base in range(0, 50_000, 10_000):
         rest(context, "PATCH", "/users.json?ns=demo",
@@ -449,6 +468,8 @@ SCENARIOS = {
                       "attack": tagged_window, "evidence": ["messages a second"]},
     "huge-read": {"what": "reads of a 300,000-child subtree (whole, and limitToLast 3), in a loop",
                   "setup": huge_read_setup, "attack": huge_read, "evidence": ["max-read-bytes"]},
+    "huge-listen": {"what": "listens on a 300,000-child subtree (whole, and limitToLast 3), each then unlistened, in a loop",
+                    "setup": huge_read_setup, "attack": huge_listen, "evidence": ["max-read-bytes"]},
     "online-list": {"what": "refreshes of /online-users with 50,000 users online, in a loop",
                     "setup": online_list_setup, "attack": online_list, "evidence": []},
     "new-namespaces": {"what": "connections each naming a new namespace (one in ten writing there), as fast as possible",

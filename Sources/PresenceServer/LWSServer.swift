@@ -92,6 +92,9 @@ public final class LWSServer: @unchecked Sendable {
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
             })
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
+        slices.refuseListen = { id, read, tag, message in
+            engine.refusedDeferredListen(ConnectionID(id), read: read, tag: tag, message: message)
+        }
         slices.charge = { [unowned table] id, nanoseconds in
             if let connection = table[id], connection.closing == nil {
                 throttle.charge(connection, bytes: 0, endsMessage: false, handlingNanoseconds: nanoseconds)

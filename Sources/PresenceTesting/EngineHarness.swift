@@ -97,9 +97,9 @@ public final class EngineHarness {
         for effect in engine.drainEffects() {
             switch effect {
             case let .send(recipients, message):
-                let text = OutboundEncoder.encode(message)
+                let texts = OutboundEncoder.messages(for: message)
                 if case let .hello(_, _, session) = message, let first = recipients.first { sessionIDs[first] = session }
-                for id in recipients { outboxes[id, default: []].append(text) }
+                for id in recipients { outboxes[id, default: []].append(contentsOf: texts) }
             case let .close(id, code, reason):
                 closes[id] = (code, reason)
             }

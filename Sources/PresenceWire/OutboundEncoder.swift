@@ -59,6 +59,16 @@ public enum OutboundEncoder {
             out += "}"
             if let tag { out += ",\"t\":\(tag)" }
             out += "}}}"
+        case let .listenData(number, read, tag):
+            // Without a loop to slice it on (tests, fuzzing): the data now (`messages(for:)` gives
+            // the ok reply after it too), or the refusal.
+            switch read.resolved() {
+            case .success(let data):
+                let (prefix, suffix) = dataEnvelope(path: read.path, tag: tag)
+                return String(decoding: prefix + data + suffix, as: UTF8.self)
+            case .failure(let error):
+                return number.map { encode(.reply(number: $0, result: .failure(error))) } ?? encode(.serverError(WireStatus.failure(for: error).message))
+            }
         case let .listenRevoked(path, query):
             out += "{\"t\":\"d\",\"d\":{\"a\":\"c\",\"b\":{\"p\":"
             JSONWriter.writeString(path.wireString, into: &out)
@@ -96,6 +106,21 @@ public enum OutboundEncoder {
         bytes.append(contentsOf: data)
         bytes.append(contentsOf: suffix)
         return bytes
+    }
+
+    /// Every message `message` stands for, in order: one, or for a big listen's data the data and
+    /// then its ok reply (when the data is within the budget).
+    public static func messages(for message: Outbound) -> [String] {
+        guard case let .listenData(number?, read, _) = message, case .success = read.resolved() else { return [encode(message)] }
+        return [encode(message), encode(.reply(number: number, result: .success(.emptyObject)))]
+    }
+
+    /// What comes before and after the `d` of a `d` (data) message at `path`.
+    public static func dataEnvelope(path: Path, tag: Int?) -> (prefix: [UInt8], suffix: [UInt8]) {
+        var prefix = "{\"t\":\"d\",\"d\":{\"a\":\"d\",\"b\":{\"p\":"
+        JSONWriter.writeString(path.wireString, into: &prefix)
+        prefix += ",\"d\":"
+        return (Array(prefix.utf8), Array(((tag.map { ",\"t\":\($0)" } ?? "") + "}}}").utf8))
     }
 
     /// What comes before and after the `d` of an ok reply to request `number`.

@@ -35,18 +35,50 @@ extension Engine {
             return reply(number, .failure(error), to: id)
         }
         let ns = namespace(connection.namespace)
+        if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
+                                       filtered: tagged, connection: connection) {
+            // Big: registered now, so that no write between is lost; its data follows in slices.
+            switch deferred {
+            case .failure(let error): return reply(number, .failure(error), to: id)
+            case .success(let read):
+                let listener = register(key, previous: previous, path: path, query: query, spec: spec, tagged: tagged, tag: tag,
+                                        connection: connection, in: ns)
+                return emit(.listenData(number: number, read: read, tag: listener.tag), to: id)
+            }
+        }
         let value: Node
         switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, filtered: tagged, connection: connection) {
         case .success(let read): value = read
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
         if awaitsLog { return } // replicated: its limit use is proposed; it listens once that commits
-        let listener = Listener(connection: id, path: path, tag: tagged ? tag : nil, query: tagged ? spec : nil)
+        let listener = register(key, previous: previous, path: path, query: query, spec: spec, tagged: tagged, tag: tag,
+                                connection: connection, in: ns)
+        emit(.data(path: path, value: value, tag: listener.tag), to: id)
+        reply(number, .success(.emptyObject), to: id)
+    }
+
+    private func register(_ key: ListenKey, previous: Listen?, path: Path, query: JSON?, spec: QuerySpec, tagged: Bool, tag: Int?,
+                          connection: Connection, in ns: Namespace) -> Listener {
+        let listener = Listener(connection: connection.id, path: path, tag: tagged ? tag : nil, query: tagged ? spec : nil)
         if let previous { ns.listeners.remove(previous.listener) }
         ns.listeners.add(listener)
         connection.listens[key] = Listen(listener: listener, rawQuery: tagged ? query : nil, spec: spec)
-        emit(.data(path: path, value: value, tag: listener.tag), to: id)
-        reply(number, .success(.emptyObject), to: id)
+        return listener
+    }
+
+    /// A big listen's initial data came out over the budget (the shell found it while
+    /// serializing): the listen is dropped (unless the client listened there again meanwhile),
+    /// and the refusal counted and logged as `limitedRead` refusals are.
+    public func refusedDeferredListen(_ id: ConnectionID, read: DeferredRead, tag: Int?, message: String) -> EngineError {
+        if let connection = connections[id] {
+            let key = ListenKey(path: read.path, queryIdentity: tag != nil ? read.spec.identity : QuerySpec.default.identity)
+            if let listen = connection.listens[key], listen.listener.tag == tag {
+                connection.listens.removeValue(forKey: key)
+                namespace(connection.namespace).listeners.remove(listen.listener)
+            }
+        }
+        return refusedDeferredRead(id, message: message)
     }
 
     func unlisten(_ id: ConnectionID, path: Path, query: JSON?, tag: Int?) {
@@ -65,7 +97,8 @@ extension Engine {
         case .failure(let error): return reply(number, .failure(error), to: id)
         }
         let ns = namespace(connection.namespace)
-        if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, connection: connection) {
+        if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, filtered: true,
+                                       connection: connection) {
             return reply(number, deferred.map { .deferred($0) }, to: id)
         }
         switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
@@ -110,12 +143,12 @@ extension Engine {
         return .success(answer)
     }
 
-    /// A `g` too big to answer at once (`EngineLimits.sliceReadsOver`): the rules are checked now
+    /// A `g` or listen too big to answer at once (`EngineLimits.sliceReadsOver`): the rules are checked now
     /// and the answer is left to the shell's slices. Nil when the read is answered at once: slicing
     /// is off, the location is small (found by a walk that stops at the threshold, so O(threshold)),
     /// the limits' status location, or a location a limit guards (a use is counted only for an
     /// answer within the budget, which is known only at the end).
-    func deferredRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec,
+    func deferredRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec, filtered: Bool,
                       connection: Connection) -> Result<DeferredRead, EngineError>? {
         let threshold = configuration.limits.sliceReadsOver
         guard threshold > 0 else { return nil }
@@ -125,7 +158,7 @@ extension Engine {
         guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
         let budget = configuration.limits.maxReadBytes
         let message = "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); read it in parts: with a query that has a limit (orderBy with limitToFirst or limitToLast), below it, or over REST with shallow=true for its keys"
-        return .success(DeferredRead(path: path, value: stored, spec: query, filtered: true, budget: budget, refusal: message))
+        return .success(DeferredRead(path: path, value: stored, spec: query, filtered: filtered, budget: budget, refusal: message))
     }
 
     /// A deferred read came out over the budget (the shell found it while serializing): counted

@@ -8,6 +8,11 @@ public enum Outbound: Sendable, Equatable {
     case data(path: Path, value: Node, tag: Int?)
     /// `m`: replace each relative path under `path`.
     case merge(path: Path, changes: [Change], tag: Int?)
+    /// A big listen's initial data, still to be computed and serialized (the shell does it in
+    /// slices, `SlicedRead`), then the ok reply to request `number`. The listener is registered
+    /// already: its later pushes wait behind this on the connection. Over the read budget, the
+    /// reply is `tooBig` instead of the data and the ok (`Engine.refusedDeferredListen`).
+    case listenData(number: Int?, read: DeferredRead, tag: Int?)
     /// `c`: the listen at `path` was revoked.
     case listenRevoked(path: Path, query: JSON?)
     /// `ac`: the connection's credential was revoked.

@@ -71,6 +71,12 @@ final class Outbox {
             }
             return
         }
+        if case .listenData(let number, let read, let tag) = message {
+            for recipient in recipients where table[recipient.raw]?.closing == nil {
+                slices.enqueueListen(read, number: number, tag: tag, waitsFor: barrier, for: recipient.raw)
+            }
+            return
+        }
         let text = OutboundEncoder.encode(message)
         var reply: Int?
         switch message {

@@ -23,8 +23,8 @@ import PresenceWire
 final class SlicedReplies {
     /// What a connection is sent, in order: a read still in slices, or a message waiting behind one.
     private enum Item {
-        case read(SlicedRead, number: Int, waitsFor: UInt64?)
-        case framing(Framing, number: Int, waitsFor: UInt64?)
+        case read(SlicedRead, Answer, waitsFor: UInt64?)
+        case framing(Framing, Answer, waitsFor: UInt64?)
         case message(frames: [OutFrame], reply: Int?, waitsFor: UInt64?)
     }
 
@@ -36,6 +36,19 @@ final class SlicedReplies {
     /// Units of `SlicedRead` work (a child offered, a node written) between two looks at the clock.
     static let workPerStep = 256
 
+    /// What a read in slices answers: a `g`'s reply, or a listen's data (then its ok reply).
+    enum Answer {
+        case reply(number: Int)
+        case listen(number: Int?, tag: Int?)
+
+        var replyNumber: Int? {
+            switch self {
+            case .reply(let number): number
+            case .listen(let number, _): number
+            }
+        }
+    }
+
     private var queues: [UInt64: [Item]] = [:]
     /// Connections with a read in slices, in the order they are served (round robin).
     private var turnOrder: [UInt64] = []
@@ -44,6 +57,8 @@ final class SlicedReplies {
     var release: ((UInt64, [OutFrame], Int?, UInt64?) -> Void)?
     /// The refusal for a read found over the budget (the engine counts and logs it).
     var refuse: ((UInt64, String) -> EngineError)?
+    /// The same for a listen's data (the engine also drops the listen).
+    var refuseListen: ((UInt64, DeferredRead, Int?, String) -> EngineError)?
     /// Charges loop time spent on a connection's read to its message budget.
     var charge: ((UInt64, UInt64) -> Void)?
 
@@ -59,7 +74,17 @@ final class SlicedReplies {
     /// A deferred read's reply for connection `id`; `waitsFor` is the step's durability barrier.
     func enqueue(_ read: DeferredRead, number: Int, waitsFor: UInt64?, for id: UInt64) {
         let (prefix, suffix) = OutboundEncoder.okReplyEnvelope(number: number)
-        let item = Item.read(SlicedRead(read, prefix: prefix, suffix: suffix), number: number, waitsFor: waitsFor)
+        enqueue(.read(SlicedRead(read, prefix: prefix, suffix: suffix), .reply(number: number), waitsFor: waitsFor), for: id)
+    }
+
+    /// A big listen's initial data for connection `id`, then its ok reply (which alone waits for
+    /// `waitsFor`). Its later pushes come after it, as everything else held behind a read.
+    func enqueueListen(_ read: DeferredRead, number: Int?, tag: Int?, waitsFor: UInt64?, for id: UInt64) {
+        let (prefix, suffix) = OutboundEncoder.dataEnvelope(path: read.path, tag: tag)
+        enqueue(.read(SlicedRead(read, prefix: prefix, suffix: suffix), .listen(number: number, tag: tag), waitsFor: waitsFor), for: id)
+    }
+
+    private func enqueue(_ item: Item, for id: UInt64) {
         if queues[id] != nil {
             queues[id]!.append(item)
         } else {
@@ -114,27 +139,34 @@ final class SlicedReplies {
     private func advance(_ id: UInt64) -> Bool {
         guard var items = queues.removeValue(forKey: id), !items.isEmpty else { return true }
         switch items[0] {
-        case .read(var read, let number, let waitsFor):
+        case .read(var read, let answer, let waitsFor):
             items[0] = .message(frames: [], reply: nil, waitsFor: nil)  // keeps `read` unique while it works
             if let outcome = read.step(work: Self.workPerStep) {
                 switch outcome {
-                case .success(let reply):
-                    items[0] = .framing(Framing(reply), number: number, waitsFor: waitsFor)
+                case .success(let text):
+                    items[0] = .framing(Framing(text), answer, waitsFor: waitsFor)
                 case .failure(let error):
-                    var refusal = error
-                    if case .tooBig(let message) = error, let refuse { refusal = refuse(id, message) }
-                    let text = OutboundEncoder.encode(.reply(number: number, result: .failure(refusal)))
-                    items[0] = .message(frames: OutFrame.frames(for: text) ?? [], reply: number, waitsFor: waitsFor)
+                    items[0] = refused(read.read, answer, error, waitsFor: waitsFor, for: id)
                 }
             } else {
-                items[0] = .read(read, number: number, waitsFor: waitsFor)
+                items[0] = .read(read, answer, waitsFor: waitsFor)
             }
-        case .framing(var framing, let number, let waitsFor):
+        case .framing(var framing, let answer, let waitsFor):
             items[0] = .message(frames: [], reply: nil, waitsFor: nil)
             if let frames = framing.step() {
-                items[0] = .message(frames: frames, reply: number, waitsFor: waitsFor)
+                switch answer {
+                case .reply(let number):
+                    items[0] = .message(frames: frames, reply: number, waitsFor: waitsFor)
+                case .listen(let number, _):
+                    // The data leaves at once (a push); the ok after it waits for the step's barrier.
+                    items[0] = .message(frames: frames, reply: nil, waitsFor: nil)
+                    if let number {
+                        let ok = OutboundEncoder.encode(.reply(number: number, result: .success(.emptyObject)))
+                        items.insert(.message(frames: OutFrame.frames(for: ok) ?? [], reply: number, waitsFor: waitsFor), at: 1)
+                    }
+                }
             } else {
-                items[0] = .framing(framing, number: number, waitsFor: waitsFor)
+                items[0] = .framing(framing, answer, waitsFor: waitsFor)
             }
         case .message:
             break
@@ -149,6 +181,20 @@ final class SlicedReplies {
         items.removeFirst(ready)
         queues[id] = items
         return false
+    }
+
+    /// The refusal of a read found over the budget (or failed otherwise), as the message to send.
+    private func refused(_ read: DeferredRead, _ answer: Answer, _ error: EngineError, waitsFor: UInt64?, for id: UInt64) -> Item {
+        var refusal = error
+        if case .tooBig(let message) = error {
+            switch answer {
+            case .reply: if let refuse { refusal = refuse(id, message) }
+            case .listen(_, let tag): if let refuseListen { refusal = refuseListen(id, read, tag, message) }
+            }
+        }
+        let number = answer.replyNumber
+        let message: Outbound = number.map { .reply(number: $0, result: .failure(refusal)) } ?? .serverError(WireStatus.failure(for: refusal).message)
+        return .message(frames: OutFrame.frames(for: OutboundEncoder.encode(message)) ?? [], reply: number, waitsFor: waitsFor)
     }
 
     /// An answer's bytes cut into frames a few at a time (`FrameSplitter`'s pieces, without
