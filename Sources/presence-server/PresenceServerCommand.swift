@@ -5,6 +5,7 @@ import Metrics
 import Prometheus
 import PresenceAuth
 import PresenceCore
+import PresenceLoop
 import PresenceServer
 import PresenceStorage
 
@@ -301,6 +302,10 @@ struct PresenceServerCommand: ParsableCommand {
         ] + cluster.effectiveConfiguration())
     }
 
+    /// Measured: the server starts with 16 (SQLite, no Redis) and aborts or cannot listen below;
+    /// 32 leaves room for Redis's two connections and a few clients.
+    static let minimumFileDescriptors: UInt64 = 32
+
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host.hasPrefix("127.") || host == "::1"
     }
@@ -317,6 +322,14 @@ struct PresenceServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "presence-server")
+        // Each connection is a descriptor: take what the hard limit allows, and refuse to start
+        // below what the loop, storage and listening socket need (libuv and lws abort there).
+        if let shortfall = FileDescriptorLimit.shortfall(
+            minimum: Self.minimumFileDescriptors, program: "presence-server",
+            needs: "its event loop, storage files, listening socket and a few connections; one more per connection") {
+            logger.critical("\(shortfall)")
+            throw ExitCode(1)
+        }
         let metricsRegistry = PrometheusCollectorRegistry()
         var metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
         // Latencies here are mostly well under a millisecond: buckets from 100 µs.
