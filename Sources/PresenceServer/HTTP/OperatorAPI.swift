@@ -45,9 +45,13 @@ final class OperatorAPI {
             return .json(200, "{\"status\":\"ok\"}")
         case "/readyz":
             // Storage opened and restored, rules loaded (both happen before the port opens), the
-            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced.
-            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady && cluster?.isReady != false
-            return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced
+            // (the 503 then says why: a node started while Redis was down is running, not ready).
+            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
+            guard ready, let reason = cluster?.notReadyReason else {
+                return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+            }
+            return .error(503, "not ready: \(reason)")
         case "/metrics":
             if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count) + clusterMetricsText()
