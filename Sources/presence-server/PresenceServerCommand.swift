@@ -388,10 +388,6 @@ struct PresenceServerCommand: ParsableCommand {
                 logger.critical("\(error)")
                 throw ExitCode(1)
             }
-            if let failure = settings.probe() {
-                logger.critical("cannot reach Redis at \(settings.redisAddress): \(failure). Start redis-server there, or fix --redis")
-                throw ExitCode(1)
-            }
             clusterSettings = settings
         }
         let engine = Engine(

@@ -228,7 +228,7 @@ def test_cluster_unit_template_runs_one_node_per_port():
     assert "--node-id %H-%i" in exec_start  # stable across restarts: a restart replaces its incarnation
     assert "--secret-file %d/hs256-secret" in exec_start and "--admin-token-file %d/admin-token" in exec_start
     assert re.search(r"(?m)^Restart=on-failure$", text), "a fenced node (exit 75) must be restarted"
-    # ... however long Redis stays unreachable (a node refuses to start without it)
+    # ... however often it fences (a node that lost Redis for longer than --fence-after exits 75)
     assert re.search(r"(?m)^StartLimitIntervalSec=0$", text)
     assert re.search(r"(?m)^StateDirectory=presence-%i$", text)
     assert "--cluster-state ${STATE_DIRECTORY}/cluster-state.json" in " ".join(

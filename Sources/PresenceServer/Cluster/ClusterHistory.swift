@@ -65,8 +65,7 @@ extension ClusterLink {
                     let now = head.map { "epoch \($0.epoch)" } ?? "no log at all"
                     fence("Redis lost the history of namespace \(member.name): this node served epoch \(remembered), Redis has \(now). Refusing to serve it (and to create a new, empty history): restore Redis's data, or remove \(member.name) from \(history.path) to accept the new history")
                 case .failure(let error):
-                    logger.warning("namespace \(member.name): reading its head failed (\(error)); retrying")
-                    retries.append { [unowned self] in join(member) }
+                    loadAttemptFailed(member, "reading its head", error) { [unowned self] in join(member) }
                 }
             }
         }

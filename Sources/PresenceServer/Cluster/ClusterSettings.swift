@@ -54,12 +54,6 @@ public struct ClusterSettings: Sendable {
     /// `host:port` of Redis, as given.
     public var redisAddress: String { endpoint.description }
 
-    /// Blocking: nil when Redis answers PING within the Redis timeout, else why not. Call before
-    /// the loop starts.
-    public func probe() -> String? {
-        RedisProbe.ping(endpoint, timeoutMilliseconds: redisTimeoutMilliseconds)
-    }
-
     public init(redis: String, nodeName: String, leaseSeconds: Double = 5, fenceAfterSeconds: Double = 3,
                 beatSeconds: Double = 1, redisTimeoutSeconds: Double = 2, releaseIdleSeconds: Double = 30,
                 graceMilliseconds: Int64,

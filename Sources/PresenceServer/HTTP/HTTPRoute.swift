@@ -59,9 +59,7 @@ final class HTTPRoute {
             }
             if length > 0 { return admitBody(of: request, length: length, on: wsi) }
         }
-        if let response = operators.route(request) {
-            return responder.respond(wsi, response, after: steps.run())
-        }
+        if let answer = operators.answer(request) { return respond(wsi, answer) }
         if let refusal = storageRefusal(request) ?? namespaceRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
@@ -199,7 +197,7 @@ final class HTTPRoute {
         case .refused?: return -1  // its answer went out, and the client has sent everything
         case nil: return 0
         }
-        if let response = operators.route(request) { return responder.respond(wsi, response, after: steps.run()) }
+        if let answer = operators.answer(request) { return respond(wsi, answer) }
         return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
     }
 

@@ -45,9 +45,13 @@ final class OperatorAPI {
             return .json(200, "{\"status\":\"ok\"}")
         case "/readyz":
             // Storage opened and restored, rules loaded (both happen before the port opens), the
-            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced.
-            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady && cluster?.isReady != false
-            return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced
+            // (the 503 then says why: a node started while Redis was down is running, not ready).
+            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
+            guard ready, let reason = cluster?.notReadyReason else {
+                return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+            }
+            return .error(503, "not ready: \(reason)")
         case "/metrics":
             if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count) + clusterMetricsText()
@@ -60,10 +64,7 @@ final class OperatorAPI {
         if request.method == "GET", let asset = AdminDashboard.asset(request.path) {
             return HTTPResponse(status: 200, headers: [("Content-Type", asset.contentType), ("Cache-Control", "no-cache")], body: asset.body)
         }
-        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
-              request.query["auth_variable_override"] == nil else {
-            return .error(401, "Admin credentials required")
-        }
+        if let refusal = adminRefusal(request) { return refusal }
         let parts = request.path.split(separator: "/").map(String.init)  // [".admin", …]
         switch (request.method, parts.count > 1 ? parts[1] : "") {
         case ("GET", ""):
@@ -78,8 +79,6 @@ final class OperatorAPI {
             return activityResponse(request)
         case ("GET", "users") where parts.count == 3:
             return user(parts[2], request: request)
-        case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":
-            return resetLimit(uid: parts[2], limit: parts[4], request: request)
         case ("GET", "nodes") where parts.count == 2:
             return nodesResponse()
         case ("GET", "stats") where parts.count == 2:
@@ -164,13 +163,6 @@ final class OperatorAPI {
             ("limits", .array(limits)),
         ])
         return .json(200, JSONWriter.string(body))
-    }
-
-    /// `DELETE /.admin/users/{uid}/limits/{limit}?ns=…`: the user starts again from 0 uses.
-    func resetLimit(uid: String, limit: String, request: HTTPRequest) -> HTTPResponse {
-        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? configuration.defaultNamespace
-        let reset = engine.resetLimitUsage(LimitUsageKey(namespace: namespace, limit: limit, uid: uid), now: now())
-        return .json(200, "{\"reset\":\(reset)}")
     }
 
     func stats() -> HTTPResponse {
