@@ -5,7 +5,8 @@ import PresenceRedis
 /// (`--cluster-state FILE`) so that a node started against a Redis that lost its data (restarted
 /// without its AOF, or another instance) refuses to serve those namespaces instead of creating a
 /// new, empty history: a silent rollback for every client. Without the file a node has no such
-/// memory (docs/scaling.md, "Redis back empty").
+/// memory (`--cluster-state none`; docs/scaling.md, "Redis back empty"). By default the file is
+/// `<data-dir>/cluster-state-<node name>.json` (`ClusterStateFile`).
 ///
 /// The file is a JSON object, namespace -> epoch, rewritten whole (a temporary file, then a
 /// rename) when a namespace is first joined. Accepting a new history on purpose (Redis was
@@ -41,6 +42,11 @@ final class ClusterHistory {
     func remember(_ epoch: String, for namespace: String) -> String? {
         guard epochs[namespace] != epoch else { return nil }
         epochs[namespace] = epoch
+        return save()
+    }
+
+    /// Writes the whole memory (a temporary file, then a rename); nil on success, else why not.
+    func save() -> String? {
         do {
             let data = try JSONSerialization.data(withJSONObject: epochs, options: [.sortedKeys])
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)

@@ -1,0 +1,97 @@
+"""Redis back empty (issue 14, docs/scaling.md "Redis back empty, or with another history"): a
+node with --storage redis always remembers the history of every namespace it served (by default in
+its --data-dir), so that a node started against a Redis that lost its data refuses those namespaces
+and says why, never serving a silently rolled-back database. Uses test_cluster.py's Redis."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import SERVER, Server
+from test_cluster import REDIS, free_port, redis  # noqa: F401 - `redis` is the fixture
+from test_cluster_snapshots import head, redis_call, shutil_rmtree
+
+pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (scripts/install-deps.sh)")
+
+
+def three_line_start(redis, data_dir, port):
+    """The issue's start: no --node-id, no --cluster-state (a fixed port, so the default node name,
+    host:port, is the same after a restart)."""
+    return Server("--port", str(port), "--storage", "redis", "--redis", redis.address, "--rules", "open",
+                  "--node-beat", "0.25", data_dir=data_dir)
+
+
+def lose_redis_data(redis):
+    """Redis restarted without its AOF: every history is gone."""
+    redis.kill()
+    shutil_rmtree(os.path.join(redis.dir, "appendonlydir"))
+    redis.start()
+
+
+def wait_exit(server, timeout=30):
+    deadline = time.time() + timeout
+    while server.alive() and time.time() < deadline:
+        time.sleep(0.1)
+    return server.proc.returncode
+
+
+def test_the_three_line_start_remembers_its_histories_and_refuses_one_redis_lost(redis):  # noqa: F811
+    data = tempfile.mkdtemp(prefix="presence-history-")
+    port = free_port()
+    a = three_line_start(redis, data, port)
+    try:
+        writer = a.client(ns="kept")
+        assert writer.call("p", {"p": "/kept", "d": 1}, timeout=20)["s"] == "ok"
+        state = os.path.join(data, f"cluster-state-{socket.gethostname()}:{port}.json")
+        with open(state) as f:
+            assert json.load(f) == {"kept": head(redis, "kept")["epoch"]}
+        writer.close()
+        assert a.stop() == 0
+        lose_redis_data(redis)
+        a = three_line_start(redis, data, port)  # restarted by its supervisor, same flags
+        try:
+            a.client(ns="kept")
+        except Exception:  # noqa: BLE001 - it may close at once
+            pass
+        assert wait_exit(a) == 75, "the restarted node served a namespace whose history Redis lost"
+        assert "Redis lost the history of namespace kept" in a.read_log(), a.read_log()[-2000:]
+        assert redis_call(redis, "EXISTS", "presence:{kept}:head") == 0  # no new, empty history
+    finally:
+        a.stop()
+
+
+def test_a_node_that_cannot_write_its_cluster_state_does_not_start(redis):  # noqa: F811
+    not_a_directory = tempfile.NamedTemporaryFile(prefix="presence-history-", delete=False).name
+    with pytest.raises(RuntimeError) as failure:
+        Server("--storage", "redis", "--redis", redis.address, "--node-id", "a", data_dir=not_a_directory)
+    message = str(failure.value)
+    assert "--cluster-state" in message and "must remember the histories it serves" in message, message
+
+
+def print_config(*args):
+    result = subprocess.run([SERVER, "--storage", "redis", *args, "--print-config"], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["cluster-state"]
+
+
+def test_the_cluster_state_defaults_to_one_file_per_node_in_the_data_directory():
+    assert print_config("--node-id", "a", "--data-dir", "/var/lib/presence") == "/var/lib/presence/cluster-state-a.json"
+    assert print_config("--node-id", "b", "--data-dir", "/var/lib/presence") == "/var/lib/presence/cluster-state-b.json"
+    assert print_config("--port", "9002", "--data-dir", "d") == f"d/cluster-state-{socket.gethostname()}:9002.json"
+    assert print_config("--cluster-state", "/etc/x.json") == "/etc/x.json"
+    assert print_config("--cluster-state", "none") == "none"
+
+
+def test_cluster_state_none_keeps_no_memory(redis):  # noqa: F811
+    data = tempfile.mkdtemp(prefix="presence-history-")
+    a = Server("--storage", "redis", "--redis", redis.address, "--node-id", "a", "--rules", "open",
+               "--cluster-state", "none", data_dir=data)
+    try:
+        assert a.client(ns="free").call("p", {"p": "/x", "d": 1}, timeout=20)["s"] == "ok"
+        assert os.listdir(data) == []
+    finally:
+        a.stop()
