@@ -8,6 +8,8 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -32,14 +34,48 @@ def lose_redis_data(redis):
     redis.start()
 
 
-def wait_exit(server, timeout=30):
+def http_get(server, path, headers=None):
+    """(status, JSON body) of a GET, errors included."""
+    request = urllib.request.Request(f"http://{server.host}:{server.port}{path}", headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def assert_refused(server, ns, timeout=20):
+    """A client of `ns` is told the namespace is unavailable (control `e`) and closed; a REST read
+    and a REST write are answered 503 with the same reason; /readyz (200: other namespaces are served) names it."""
     deadline = time.time() + timeout
-    while server.alive() and time.time() < deadline:
-        time.sleep(0.1)
-    return server.proc.returncode
+    while True:
+        client = server.client(ns=ns)
+        messages = []
+        try:
+            while True:
+                messages.append(client.recv(timeout=max(0.1, deadline - time.time())))
+        except Exception:  # noqa: BLE001 - closed by the server (or the deadline passed)
+            pass
+        errors = [m["d"]["d"] for m in messages if m.get("t") == "c" and m["d"].get("t") == "e"]
+        if errors:
+            assert f"Namespace {ns} is unavailable" in errors[0] and "lost its recent history" in errors[0], errors
+            break
+        assert time.time() < deadline, f"a client of {ns} was never told it is refused: {messages}"
+    status, body = http_get(server, f"/.json?ns={ns}")
+    assert status == 503 and f"Namespace {ns} is unavailable" in body["error"], (status, body)
+    put = urllib.request.Request(f"http://{server.host}:{server.port}/x.json?ns={ns}", data=b"1", method="PUT")
+    try:
+        urllib.request.urlopen(put, timeout=10)
+        raise AssertionError(f"a REST write to the refused namespace {ns} was accepted")
+    except urllib.error.HTTPError as error:
+        assert error.code == 503 and f"Namespace {ns} is unavailable" in error.read().decode(), error
+    status, body = http_get(server, "/readyz")
+    assert status == 200 and ns in body["refused"], (status, body)
 
 
 def test_the_three_line_start_remembers_its_histories_and_refuses_one_redis_lost(redis):  # noqa: F811
+    """Redis back empty: the restarted node refuses the namespace it served (only that one: it
+    serves a namespace it never served before), says why, and writes nothing to Redis for it."""
     data = tempfile.mkdtemp(prefix="presence-history-")
     port = free_port()
     a = three_line_start(redis, data, port)
@@ -53,13 +89,25 @@ def test_the_three_line_start_remembers_its_histories_and_refuses_one_redis_lost
         assert a.stop() == 0
         lose_redis_data(redis)
         a = three_line_start(redis, data, port)  # restarted by its supervisor, same flags
-        try:
-            a.client(ns="kept")
-        except Exception:  # noqa: BLE001 - it may close at once
-            pass
-        assert wait_exit(a) == 75, "the restarted node served a namespace whose history Redis lost"
-        assert "Redis lost the history of namespace kept" in a.read_log(), a.read_log()[-2000:]
+        assert_refused(a, "kept")
         assert redis_call(redis, "EXISTS", "presence:{kept}:head") == 0  # no new, empty history
+        assert "Redis lost the history of namespace kept" in a.read_log(), a.read_log()[-2000:]
+        assert a.read_log().count("refusing namespace kept") == 1  # said once, not at every check
+        # every other namespace is served
+        other = a.client(ns="fresh")
+        assert other.call("p", {"p": "/x", "d": 2}, timeout=20)["s"] == "ok"
+        assert other.call("g", {"p": "/x"}, timeout=20)["d"] == 2
+        deadline = time.time() + 15  # the node list is as of the last beat
+        while True:
+            status, nodes = http_get(a, "/.admin/nodes", {"Authorization": "Bearer owner"})
+            assert status == 200, nodes
+            me = next(n for n in nodes["nodes"] if n["self"])
+            if me.get("refused"):
+                break
+            assert time.time() < deadline, nodes
+            time.sleep(0.1)
+        assert set(me["refused"]) == {"kept"} and "Redis lost the history" in me["refused"]["kept"], me
+        assert a.alive()
     finally:
         a.stop()
 

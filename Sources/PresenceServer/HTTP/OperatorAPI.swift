@@ -47,7 +47,11 @@ final class OperatorAPI {
             // Storage opened and restored, rules loaded (both happen before the port opens), the
             // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced.
             let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady && cluster?.isReady != false
-            return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+            // Namespaces refused because Redis lost their history are named; the others are served.
+            let refused = cluster?.refusals.reasons.keys.sorted() ?? []
+            let body = refused.isEmpty ? "{\"status\":\"ready\"}"
+                : JSONWriter.string(.object([("status", .string("ready")), ("refused", .array(refused.map { .string($0) }))]))
+            return ready ? .json(200, body) : .error(503, "not ready")
         case "/metrics":
             if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count) + clusterMetricsText()
