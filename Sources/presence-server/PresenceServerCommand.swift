@@ -28,7 +28,7 @@ struct PresenceServerCommand: ParsableCommand {
               presence-server rules check rules/presence.rules.json
               kill -HUP <pid>                                   # reload the rules file
             """,
-        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self]
+        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self, RedisSeedCommand.self]
     )
 
     @Option(help: "Address to listen on.")

@@ -143,3 +143,95 @@ def test_cluster_state_none_keeps_no_memory(redis):  # noqa: F811
         assert os.listdir(data) == []
     finally:
         a.stop()
+
+
+def redis_seed(redis, ns, *flags):
+    argv = [SERVER, "redis-seed", redis.address, "--ns", ns, *flags]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+def named(redis, name, data_dir, *extra):
+    return Server("--storage", "redis", "--redis", redis.address, "--node-id", name, "--rules", "open",
+                  "--node-beat", "0.25", *extra, data_dir=data_dir)
+
+
+def wait_served(server, ns, timeout=20):
+    """A client of `ns` on `server` once the node serves it again (its refusal lifted)."""
+    deadline = time.time() + timeout
+    while True:
+        status, body = http_get(server, "/readyz")
+        if status == 200 and ns not in body.get("refused", []):
+            return server.client(ns=ns)
+        assert time.time() < deadline, (status, body)
+        time.sleep(0.1)
+
+
+def test_redis_seed_accept_empty_lets_every_node_serve_the_namespace_again(redis):  # noqa: F811
+    """The way back when the data is gone: one command, and every node that refused the namespace
+    serves it within a beat (a new, empty history), with no state file edited and no restart."""
+    data = [tempfile.mkdtemp(prefix="presence-history-") for _ in range(2)]
+    a, b = named(redis, "a", data[0]), named(redis, "b", data[1])
+    try:
+        assert a.client(ns="kept").call("p", {"p": "/before", "d": 1}, timeout=20)["s"] == "ok"
+        assert b.client(ns="kept").call("g", {"p": "/before"}, timeout=20)["d"] == 1
+        a.stop()
+        b.stop()
+        lose_redis_data(redis)
+        a, b = named(redis, "a", data[0]), named(redis, "b", data[1])
+        assert_refused(a, "kept")
+        assert_refused(b, "kept")
+        seeded = redis_seed(redis, "kept", "--accept-empty")
+        assert seeded.returncode == 0 and "a new, empty history" in seeded.stdout, (seeded.stdout, seeded.stderr)
+        epoch = head(redis, "kept")["epoch"]
+        writer, reader = wait_served(a, "kept"), wait_served(b, "kept")
+        assert writer.call("p", {"p": "/after", "d": 2}, timeout=20)["s"] == "ok"
+        deadline = time.time() + 20
+        while reader.call("g", {"p": "/"}, timeout=20)["d"] != {"after": 2}:  # the lost data is gone, on purpose
+            assert time.time() < deadline
+            time.sleep(0.1)
+        for directory, name in zip(data, ("a", "b")):
+            with open(os.path.join(directory, f"cluster-state-{name}.json")) as f:
+                assert json.load(f) == {"kept": epoch}  # the accepted history is remembered
+        assert "namespace kept is served again" in a.read_log(), a.read_log()[-2000:]
+        again = redis_seed(redis, "kept", "--accept-empty")
+        assert again.returncode == 0 and "already accepted" in again.stdout, (again.stdout, again.stderr)
+        assert head(redis, "kept")["epoch"] == epoch
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_redis_seed_accept_existing_accepts_a_history_a_node_without_memory_started(redis):  # noqa: F811
+    data = tempfile.mkdtemp(prefix="presence-history-")
+    a = named(redis, "a", data)
+    c = None
+    try:
+        assert a.client(ns="k").call("p", {"p": "/old", "d": 1}, timeout=20)["s"] == "ok"
+        a.stop()
+        lose_redis_data(redis)
+        # A node with no memory (unsafe) starts a new history with its own data.
+        c = named(redis, "c", tempfile.mkdtemp(prefix="presence-history-"), "--cluster-state", "none")
+        assert c.client(ns="k").call("p", {"p": "/new", "d": 3}, timeout=20)["s"] == "ok"
+        a = named(redis, "a", data)
+        assert_refused(a, "k")
+        assert "which no operator accepted" in a.read_log(), a.read_log()[-2000:]
+        empty = redis_seed(redis, "k", "--accept-empty")
+        assert empty.returncode == 1 and "--accept-existing" in empty.stderr, (empty.stdout, empty.stderr)
+        accepted = redis_seed(redis, "k", "--accept-existing")
+        assert accepted.returncode == 0 and "is accepted" in accepted.stdout, (accepted.stdout, accepted.stderr)
+        client = wait_served(a, "k")
+        assert client.call("g", {"p": "/"}, timeout=20)["d"] == {"new": 3}
+    finally:
+        a.stop()
+        if c:
+            c.stop()
+
+
+def test_redis_seed_needs_one_choice_and_says_when_nothing_is_to_do(redis):  # noqa: F811
+    neither = redis_seed(redis, "x")
+    assert neither.returncode != 0 and "exactly one of --accept-empty and --accept-existing" in neither.stderr
+    absent = redis_seed(redis, "x", "--accept-existing")
+    assert absent.returncode == 1 and "holds no history" in absent.stderr, absent.stderr
+    unreachable = subprocess.run([SERVER, "redis-seed", f"127.0.0.1:{free_port()}", "--ns", "x",
+                                  "--accept-empty", "--timeout", "1"], capture_output=True, text=True, timeout=30)
+    assert unreachable.returncode == 2 and "error: Redis at" in unreachable.stderr, unreachable.stderr
