@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import SERVER, Server
+from conftest import CLIENT, SERVER, Server
 from test_cluster import REDIS, free_port, redis  # noqa: F401 - `redis` is the fixture
 from test_cluster_snapshots import head, redis_call, shutil_rmtree
 
@@ -107,6 +107,9 @@ def test_the_three_line_start_remembers_its_histories_and_refuses_one_redis_lost
             assert time.time() < deadline, nodes
             time.sleep(0.1)
         assert set(me["refused"]) == {"kept"} and "Redis lost the history" in me["refused"]["kept"], me
+        cli = subprocess.run([CLIENT, "admin", "nodes", "--server", f"ws://{a.host}:{a.port}"], capture_output=True,
+                             text=True, timeout=30)
+        assert cli.returncode == 0 and "refuses namespace kept: Redis lost the history" in cli.stdout, (cli.stdout, cli.stderr)
         assert a.alive()
     finally:
         a.stop()

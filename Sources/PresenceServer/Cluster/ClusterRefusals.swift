@@ -12,7 +12,7 @@ import PresenceRedis
 /// and serves it once Redis holds the remembered history (its data restored) or a history an
 /// operator accepted (`presence-server redis-seed`).
 final class NamespaceRefusals {
-    /// Namespace -> why (for operators: it names epochs and the state file).
+    /// Namespace -> why, for operators (it names the epochs; clients get `clientMessage`).
     private(set) var reasons: [String: String] = [:]
     /// Set by the server: close the namespace's connections, saying why.
     var onRefused: (_ namespace: String) -> Void = { _ in }
@@ -43,6 +43,8 @@ extension ClusterLink {
     func refuse(_ member: ClusterNamespace, _ reason: String) {
         if refusals.refuse(member.name, reason) {
             logger.critical("refusing namespace \(member.name): \(reason). Every other namespace is served")
+            // Later connections are refused as they open (WebSocketRoute, HTTPRoute).
+            later { [unowned self] in refusals.onRefused(member.name) }
         }
         member.phase = .failed(reason)
         preloading.remove(member.name) // /readyz lists it as refused instead of waiting for it
@@ -51,7 +53,6 @@ extension ClusterLink {
         for case .propose(let proposal) in waiting {
             answer { engine.proposalFailed(proposal.origin, .notAppended(reason), now: $0) }
         }
-        later { [unowned self] in refusals.onRefused(member.name) }
         retries.append { [unowned self] in
             guard case .failed = member.phase, refusals.reason(for: member.name) != nil else { return }
             member.phase = .joining
