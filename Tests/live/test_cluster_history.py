@@ -71,6 +71,8 @@ def assert_refused(server, ns, timeout=20):
         assert error.code == 503 and f"Namespace {ns} is unavailable" in error.read().decode(), error
     status, body = http_get(server, "/readyz")
     assert status == 200 and ns in body["refused"], (status, body)
+    with urllib.request.urlopen(f"http://{server.host}:{server.port}/metrics", timeout=10) as response:
+        assert "presence_cluster_refused_namespaces 1" in response.read().decode()
 
 
 def test_the_three_line_start_remembers_its_histories_and_refuses_one_redis_lost(redis):  # noqa: F811
