@@ -29,7 +29,7 @@ struct PresenceServerCommand: ParsableCommand {
               presence-server rules check rules/presence.rules.json
               kill -HUP <pid>                                   # reload the rules file
             """,
-        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self]
+        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self, RedisSeedCommand.self]
     )
 
     @Option(help: "Address to listen on.")
@@ -101,7 +101,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Seconds between keep-alive events on REST streams (text/event-stream).")
     var streamKeepAlive = 30
 
-    @Option(help: "Directory of the durable database (presence.sqlite); created if missing.")
+    @Option(help: "Directory of the durable database (presence.sqlite), and with --storage redis of the node's --cluster-state file; created if missing.")
     var dataDir = "data"
 
     @Option(help: "Storage engine: 'sqlite' (durable, in --data-dir), 'memory' (nothing survives a restart; tests only), or 'redis' (one node of a cluster on --redis; docs/scaling.md).")
@@ -248,7 +248,7 @@ struct PresenceServerCommand: ParsableCommand {
     }
 
     func clusterSettings() throws(ClusterSettings.Invalid) -> ClusterSettings {
-        try cluster.settings(port: port, disconnectGrace: disconnectGrace)
+        try cluster.settings(port: port, disconnectGrace: disconnectGrace, dataDir: dataDir)
     }
 
     static func openStorage(dataDir: String, durability: String) throws -> SQLiteStorage {
@@ -299,7 +299,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
             ("slice-reads-over", .number(Double(sliceReadsOver))),
             ("log-level", .string(logLevel)),
-        ] + cluster.effectiveConfiguration())
+        ] + cluster.effectiveConfiguration(port: port, dataDir: dataDir))
     }
 
     /// Measured: the server starts with 16 (SQLite, no Redis) and aborts or cannot listen below;
@@ -386,6 +386,10 @@ struct PresenceServerCommand: ParsableCommand {
                 settings = try self.clusterSettings()
             } catch {
                 logger.critical("\(error)")
+                throw ExitCode(1)
+            }
+            if let failure = settings.prepareClusterState() {
+                logger.critical("\(failure): a cluster node must remember the histories it serves. Fix the directory, or give --data-dir or --cluster-state FILE (--cluster-state none is unsafe)")
                 throw ExitCode(1)
             }
             clusterSettings = settings

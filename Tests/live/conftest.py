@@ -59,8 +59,11 @@ def unsigned_token(uid, **claims):
 
 class Server:
     def __init__(self, *args, data_dir=None, preexec_fn=None):
-        # Each server gets its own data directory unless the test names one (or memory storage).
-        if data_dir is None and "--data-dir" not in args and "--storage" not in args:
+        # Each server gets its own data directory unless the test names one (or memory storage):
+        # a cluster node keeps its --cluster-state file there, which must not carry over from
+        # another test's Redis.
+        storage = args[args.index("--storage") + 1] if "--storage" in args[:-1] else "sqlite"
+        if data_dir is None and "--data-dir" not in args and storage != "memory":
             data_dir = tempfile.mkdtemp(prefix="presence-test-")
         self.data_dir = data_dir
         extra = ["--data-dir", data_dir] if data_dir and "--data-dir" not in args else []

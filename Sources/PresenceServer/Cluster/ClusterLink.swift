@@ -33,6 +33,8 @@ final class ClusterLink {
     let metrics = ClusterMetrics()
     /// `--cluster-state`: the history of each namespace served, checked before CREATE.
     let history: ClusterHistory?
+    /// Namespaces refused because Redis lost their history (ClusterRefusals.swift).
+    let refusals = NamespaceRefusals()
     /// The operators' node list and forwarded kicks (ClusterDirectory.swift).
     let directory: ClusterDirectory
     /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up
@@ -40,7 +42,7 @@ final class ClusterLink {
     var isReady: Bool { notReadyReason == nil }
     var isConnected: Bool { connectedSince != nil }
     /// `--preload` namespaces not caught up yet.
-    private(set) var preloading: Set<String> = []
+    var preloading: Set<String> = []
     var beatTimer: LoopTimer?
     var snapshotTimer: LoopTimer?
     /// Answers decided without Redis, given after the current step (never inside it).

@@ -137,10 +137,19 @@ final class HTTPRoute {
     }
 
     /// A cluster keeps each namespace under Redis keys, which bound its name (as for WebSockets).
+    /// A namespace whose history Redis lost is refused (503) until Redis holds a history this
+    /// node may serve (ClusterRefusals.swift).
     private func namespaceRefusal(_ request: HTTPRequest) -> HTTPResponse? {
-        guard engine.nodeID != nil, request.path.hasSuffix(".json"), let ns = request.query["ns"],
-              ns.utf8.count > WebSocketRoute.maxClusterNamespaceBytes else { return nil }
-        return .error(400, "Namespace names are at most \(WebSocketRoute.maxClusterNamespaceBytes) bytes on a cluster")
+        guard engine.nodeID != nil, request.path.hasSuffix(".json"),
+              !request.path.hasPrefix("/.admin/") else { return nil }
+        let ns = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? operators.configuration.defaultNamespace
+        if ns.utf8.count > WebSocketRoute.maxClusterNamespaceBytes {
+            return .error(400, "Namespace names are at most \(WebSocketRoute.maxClusterNamespaceBytes) bytes on a cluster")
+        }
+        guard operators.cluster?.refusals.reason(for: ns) != nil else { return nil }
+        var response = HTTPResponse.error(503, NamespaceRefusals.clientMessage(ns))
+        response.headers.append(("Retry-After", "5"))
+        return response
     }
 
     /// What the head alone tells: operators need the admin credential; REST routes, methods,

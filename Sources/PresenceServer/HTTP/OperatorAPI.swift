@@ -48,10 +48,13 @@ final class OperatorAPI {
             // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced
             // (the 503 then says why: a node started while Redis was down is running, not ready).
             let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
-            guard ready, let reason = cluster?.notReadyReason else {
-                return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
-            }
-            return .error(503, "not ready: \(reason)")
+            guard ready else { return .error(503, "not ready") }
+            if let reason = cluster?.notReadyReason { return .error(503, "not ready: \(reason)") }
+            // Namespaces refused because Redis lost their history are named; the others are served.
+            let refused = cluster?.refusals.reasons.keys.sorted() ?? []
+            let body = refused.isEmpty ? "{\"status\":\"ready\"}"
+                : JSONWriter.string(.object([("status", .string("ready")), ("refused", .array(refused.map { .string($0) }))]))
+            return .json(200, body)
         case "/metrics":
             if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count) + clusterMetricsText()

@@ -26,7 +26,7 @@ extension OperatorAPI {
             ("name", .string(cluster?.settings.identity.name ?? "")), ("address", .string(address)),
             ("connections", .number(Double(table.count))), ("lag", .number(Double(cluster?.largestLag ?? 0))),
             ("namespaces", .number(Double(engine.namespaceNames.count))), ("startedAt", .number(Double(startedAt))),
-            ("ready", .bool(cluster?.isReady ?? true)),
+            ("ready", .bool(cluster?.isReady ?? true)), ("refused", cluster?.refusals.json ?? .object([])),
         ])
     }
 
