@@ -5,7 +5,7 @@ Starts its own redis-server and 3 presence-server nodes with short snapshot peri
 happens often. For DURATION seconds, USERS simulated users each connect to a node in turn, sign in,
 set an onDisconnect op, go online, write a few values (a bounded key space: the data does not grow),
 and leave (half close cleanly, half drop the socket). Every SAMPLE seconds it records Redis
-`used_memory`, the summed `XLEN` of the namespaces' logs, the number of Redis keys, and each node's
+`used_memory` (and its `used_memory_dataset` part), the summed `XLEN` of the namespaces' logs, the number of Redis keys, and each node's
 RSS. At the end it prints the series and a verdict: after a warm-up (the first quarter, at least
 60 s), is each measure flat (the mean of the last third of the samples within TOLERANCE of the mean
 of the first third, or within a small absolute slack for the log length)?
@@ -41,10 +41,11 @@ def rss_kib(pid):
 
 
 def sample(redis, nodes, namespaces):
-    memory = int(re.search(r"used_memory:(\d+)", redis_cli(redis, "INFO", "memory")).group(1))
+    info = redis_cli(redis, "INFO", "memory")
+    memory, dataset = (int(re.search(rf"{field}:(\d+)", info).group(1)) for field in ("used_memory", "used_memory_dataset"))
     xlen = sum(int(redis_cli(redis, "XLEN", f"presence:{{{ns}}}:log").strip() or 0) for ns in namespaces)
     keys = int(redis_cli(redis, "DBSIZE").strip())
-    return {"used_memory": memory, "xlen": xlen, "keys": keys,
+    return {"used_memory": memory, "dataset": dataset, "xlen": xlen, "keys": keys,
             "rss_kib": [rss_kib(node.proc.pid) for node in nodes]}
 
 
@@ -128,7 +129,7 @@ def main():
             point["writes"] = load.writes
             series.append(point)
             print(f"t={point['t']:4d}s writes={point['writes']:6d} used_memory={point['used_memory']:9d} "
-                  f"xlen={point['xlen']:5d} keys={point['keys']:4d} rss_kib={point['rss_kib']}", flush=True)
+                  f"dataset={point['dataset']:9d} xlen={point['xlen']:5d} keys={point['keys']:4d} rss_kib={point['rss_kib']}", flush=True)
         load.finish()
         alive = [node.alive() for node in nodes]
     finally:
@@ -147,6 +148,7 @@ def main():
         print("VERDICT: too short to judge (fewer than 3 samples after the warm-up)")
         return 1
     checks = [("used_memory", [p["used_memory"] for p in after], TOLERANCE, 64 * 1024),
+              ("used_memory_dataset", [p["dataset"] for p in after], TOLERANCE, 64 * 1024),
               ("xlen", [p["xlen"] for p in after], TOLERANCE, XLEN_SLACK),
               ("keys", [p["keys"] for p in after], TOLERANCE, 5)]
     for index, name in enumerate(("a", "b", "c")):
