@@ -6,9 +6,15 @@ happens often. For DURATION seconds, USERS simulated users each connect to a nod
 set an onDisconnect op, go online, write a few values (a bounded key space: the data does not grow),
 and leave (half close cleanly, half drop the socket). Every SAMPLE seconds it records Redis
 `used_memory` (and its `used_memory_dataset` part), the summed `XLEN` of the namespaces' logs, the number of Redis keys, and each node's
-RSS. At the end it prints the series and a verdict: after a warm-up (the first quarter, at least
-60 s), is each measure flat (the mean of the last third of the samples within TOLERANCE of the mean
-of the first third, or within a small absolute slack for the log length)?
+RSS. At the end it prints the series and a verdict: after a warm-up, is each measure flat (the
+mean of the last third of the samples within TOLERANCE of the mean of the first third, or within a
+small absolute slack)?
+
+The warm-up lasts until every namespace's log has passed WINDOW revisions (and at least a quarter
+of the run): until then each namespace's version window (VersionWindow.defaultCapacity, 10,000
+revisions) is still filling, and with it the history every snapshot carries and every node holds,
+so memory grows by design. With the defaults (one namespace, about 50 revisions a second) that
+takes about 200 s.
 
 Usage: PRESENCE_SERVER=.build/debug/presence-server nice -n 10 python3 bench/cluster-soak.py \\
            [--duration 600] [--sample 10] [--users 24] [--namespaces 3]
@@ -28,6 +34,7 @@ from test_cluster import Redis  # noqa: E402
 
 TOLERANCE = 0.10           # relative growth allowed between the first and last third after warm-up
 XLEN_SLACK = 300           # entries: XTRIM MINID ~ removes whole stream nodes (about 100 entries each)
+WINDOW = 10_000            # VersionWindow.defaultCapacity: the history a replica and a snapshot keep
 
 
 def redis_cli(redis, *args):
@@ -45,7 +52,8 @@ def sample(redis, nodes, namespaces):
     memory, dataset = (int(re.search(rf"{field}:(\d+)", info).group(1)) for field in ("used_memory", "used_memory_dataset"))
     xlen = sum(int(redis_cli(redis, "XLEN", f"presence:{{{ns}}}:log").strip() or 0) for ns in namespaces)
     keys = int(redis_cli(redis, "DBSIZE").strip())
-    return {"used_memory": memory, "dataset": dataset, "xlen": xlen, "keys": keys,
+    revs = [int(redis_cli(redis, "HGET", f"presence:{{{ns}}}:head", "rev").strip() or 0) for ns in namespaces]
+    return {"used_memory": memory, "dataset": dataset, "xlen": xlen, "keys": keys, "min_rev": min(revs),
             "rss_kib": [rss_kib(node.proc.pid) for node in nodes]}
 
 
@@ -98,6 +106,14 @@ class Load:
             thread.join(timeout=60)
 
 
+def slope_per_minute(times, values):
+    """Least-squares slope, in units per minute."""
+    n = len(values)
+    mt, mv = sum(times) / n, sum(values) / n
+    var = sum((t - mt) ** 2 for t in times)
+    return 0.0 if var == 0 else 60 * sum((t - mt) * (v - mv) for t, v in zip(times, values)) / var
+
+
 def flat(values, relative, absolute=0):
     third = max(1, len(values) // 3)
     first = sum(values[:third]) / third
@@ -110,7 +126,7 @@ def main():
     parser.add_argument("--duration", type=float, default=600)
     parser.add_argument("--sample", type=float, default=10)
     parser.add_argument("--users", type=int, default=24)
-    parser.add_argument("--namespaces", type=int, default=3)
+    parser.add_argument("--namespaces", type=int, default=1)
     args = parser.parse_args()
     namespaces = [f"soak{i}" for i in range(args.namespaces)]
     redis = Redis()
@@ -129,7 +145,7 @@ def main():
             point["writes"] = load.writes
             series.append(point)
             print(f"t={point['t']:4d}s writes={point['writes']:6d} used_memory={point['used_memory']:9d} "
-                  f"dataset={point['dataset']:9d} xlen={point['xlen']:5d} keys={point['keys']:4d} rss_kib={point['rss_kib']}", flush=True)
+                  f"dataset={point['dataset']:9d} min_rev={point['min_rev']:6d} xlen={point['xlen']:5d} keys={point['keys']:4d} rss_kib={point['rss_kib']}", flush=True)
         load.finish()
         alive = [node.alive() for node in nodes]
     finally:
@@ -138,14 +154,16 @@ def main():
             node.stop()
         redis.stop()
 
-    warm = max(60, args.duration / 4)
+    full = [p["t"] for p in series if p["min_rev"] > WINDOW]
+    warm = max(args.duration / 4, full[0] if full else args.duration)
     after = [p for p in series if p["t"] >= warm]
     print(f"\n{load.writes} writes in {args.duration:.0f} s ({load.writes / args.duration:.1f}/s), "
           f"{len(load.errors)} client errors, nodes alive at the end: {alive}")
     for error in load.errors[:10]:
         print("  error:", error)
     if len(after) < 3:
-        print("VERDICT: too short to judge (fewer than 3 samples after the warm-up)")
+        print(f"VERDICT: too short to judge (fewer than 3 samples after the warm-up; the logs reached "
+              f"{series[-1]['min_rev'] if series else 0} revisions of the {WINDOW} that fill the version window)")
         return 1
     checks = [("used_memory", [p["used_memory"] for p in after], TOLERANCE, 64 * 1024),
               ("used_memory_dataset", [p["dataset"] for p in after], TOLERANCE, 64 * 1024),
@@ -154,10 +172,12 @@ def main():
     for index, name in enumerate(("a", "b", "c")):
         checks.append((f"rss node {name} (KiB)", [p["rss_kib"][index] for p in after], TOLERANCE, 2048))
     grew = []
-    print(f"after the warm-up ({warm:.0f} s, {len(after)} samples): mean of the first third -> mean of the last third")
+    print(f"after the warm-up ({warm:.0f} s: every log past {WINDOW} revisions, {len(after)} samples): mean of the first third -> mean of the last third")
+    times = [p["t"] for p in after]
     for name, values, relative, absolute in checks:
         ok, first, last = flat(values, relative, absolute)
-        print(f"  {name}: {first:.0f} -> {last:.0f} (max {max(values)}) {'flat' if ok else 'GREW'}")
+        print(f"  {name}: {first:.0f} -> {last:.0f} (max {max(values)}, trend {slope_per_minute(times, values):+.0f}/min) "
+              f"{'flat' if ok else 'GREW'}")
         if not ok:
             grew.append(name)
     if not all(alive):
