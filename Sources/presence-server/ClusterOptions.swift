@@ -26,7 +26,7 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: seconds to connect to Redis and for each command.")
     var redisTimeout = 2.0
 
-    @Option(help: "--storage redis: seconds a namespace this node no longer follows, and holds no sessions of, keeps its lease before the node releases it (stops beating there).")
+    @Option(help: "--storage redis: seconds a namespace is kept once nothing on this node uses it: one that holds data stays followed (in memory) this long, then is dropped and reloaded when a client comes back; once not followed, its lease is kept this long before the node releases it (stops beating there).")
     var releaseIdle = 30.0
 
     @Option(help: "--storage redis: seconds between snapshots of a namespace's replica (one node writes each; the log is trimmed behind it).")

@@ -402,7 +402,10 @@ struct PresenceServerCommand: ParsableCommand {
                 onlineIndex: onlineLocation.isEmpty ? nil
                     : try? OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation),
                 limits: engineLimits,
-                replication: clusterSettings.map { ReplicationConfiguration(node: $0.nodeID) }),
+                replication: clusterSettings.map {
+                    // --release-idle: an unused namespace with data is let go after it, then its lease.
+                    ReplicationConfiguration(node: $0.nodeID, unfollowIdleMilliseconds: Int64((cluster.releaseIdle * 1000).rounded()))
+                }),
             verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID

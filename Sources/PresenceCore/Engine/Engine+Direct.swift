@@ -162,7 +162,7 @@ extension Engine {
         // A stream that will not open leaves the engine (its connection kept the namespace).
         if case .stream(let id, _, _, _) = request, case .stream(.failure) = outcome { disconnect(id, now: now) }
         direct.outcomes.append((ticket, outcome))
-        if let ns = namespaces[name] { releaseIfIdle(ns) }
+        if let ns = namespaces[name] { releaseIfIdle(ns, now: now) }
     }
 
     /// Inside `run`: the current request created a step (it waits for the log).
@@ -192,7 +192,7 @@ extension Engine {
             namespaces[name]?.replica?.pendingSteps -= 1
             run(.direct(entry.ticket, namespace: name, entry.request), attempt: 0, now: now)
         }
-        if let ns = namespaces[name] { releaseIfIdle(ns) }
+        if let ns = namespaces[name] { releaseIfIdle(ns, now: now) }
     }
 
     /// Requests that waited too long for their namespace are answered `unavailable`.
