@@ -145,6 +145,7 @@ public final class LWSServer: @unchecked Sendable {
             let address = OperatorAPI.advertisedAddress(host: configuration.host, port: boundPort)
             cluster.directory.status = { [unowned operators] in operators.nodeStatus(address: address) }
             cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
+            cluster.asking.onAsk = { [unowned operators] ask in operators.answerClusterAsk(ask) }
             cluster.start()
         }
         liveness.start()

@@ -60,10 +60,7 @@ final class OperatorAPI {
         if request.method == "GET", let asset = AdminDashboard.asset(request.path) {
             return HTTPResponse(status: 200, headers: [("Content-Type", asset.contentType), ("Cache-Control", "no-cache")], body: asset.body)
         }
-        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
-              request.query["auth_variable_override"] == nil else {
-            return .error(401, "Admin credentials required")
-        }
+        guard isAdmin(request) else { return .error(401, "Admin credentials required") }
         let parts = request.path.split(separator: "/").map(String.init)  // [".admin", …]
         switch (request.method, parts.count > 1 ? parts[1] : "") {
         case ("GET", ""):
@@ -87,6 +84,11 @@ final class OperatorAPI {
         default:
             return .error(404, "No such admin endpoint")
         }
+    }
+
+    func isAdmin(_ request: HTTPRequest) -> Bool {
+        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin else { return false }
+        return request.query["auth_variable_override"] == nil
     }
 
     func connectionJSON(_ snapshot: Engine.ConnectionSnapshot) -> JSON? {
@@ -125,15 +127,26 @@ final class OperatorAPI {
         return .json(200, JSONWriter.string(body))
     }
 
+    /// Closes the connection of `session` if it is on this node (on a cluster, `laterRoute` asks
+    /// the other nodes for a session that is not).
     func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
-        let reason = String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
-        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else {
-            return forwardClose(session: session, reason: reason)
-        }
-        logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
+        closeHere(session: session, reason: kickReason(request), through: nil)
+            ? .json(200, "{\"closed\":true}") : .error(404, "no such session")
+    }
+
+    func kickReason(_ request: HTTPRequest) -> String {
+        String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
+    }
+
+    /// Closes `session`'s connection with 4002 if it is here (`through`: the node an operator
+    /// asked, when it is another); false when it is not here.
+    func closeHere(session: String, reason: String, through node: String?) -> Bool {
+        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else { return false }
+        let by = node.map { "operator (through node \($0))" } ?? "operator"
+        logger.notice("\(by) closes connection \(id.raw) (session \(session)): \(reason)")
         outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
                         .close(id, code: .closedByOperator, reason: reason)])
-        return .json(200, "{\"closed\":true}")
+        return true
     }
 
     func user(_ uid: String, request: HTTPRequest) -> HTTPResponse {
