@@ -113,15 +113,25 @@ final class OperatorAPI {
             .sorted { ($0.id.raw) < ($1.id.raw) }
     }
 
+    /// The WebSocket connections that match, by id: no snapshot is built (see `rows(_:)`).
+    func sortedConnectionIDs(uid: String?, namespace: String?) -> [UInt64] {
+        engine.connectionIDs(uid: uid, namespace: namespace).map(\.raw).filter { table[$0] != nil }.sorted()
+    }
+
+    /// The rows of a page of connections (snapshots of these alone).
+    func rows(_ ids: ArraySlice<UInt64>) -> [(id: UInt64, row: JSON)] {
+        ids.compactMap { id in engine.connectionSnapshot(ConnectionID(id)).flatMap(connectionJSON).map { (id, $0) } }
+    }
+
     func listConnections(_ request: HTTPRequest) -> HTTPResponse {
-        let all = sortedSnapshots(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
-                                  namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
+        let all = sortedConnectionIDs(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
+                                      namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
         let start = min(max(Int(request.query["cursor"] ?? "") ?? 0, 0), all.count)
         let page = all[start..<min(start + limit, all.count)]
         let next: JSON = start + limit < all.count ? .string(String(start + limit)) : .null
         let body: JSON = .object([
-            ("connections", .array(page.compactMap(connectionJSON))), ("total", .number(Double(all.count))), ("nextCursor", next),
+            ("connections", .array(rows(page).map(\.row))), ("total", .number(Double(all.count))), ("nextCursor", next),
             ("node", nodeID.map { .string($0) } ?? .null),
         ])
         return .json(200, JSONWriter.string(body))

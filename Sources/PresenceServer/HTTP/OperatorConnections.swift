@@ -33,11 +33,10 @@ extension OperatorAPI {
     /// This node's part of a listing (`ConnectionPages.answer`).
     func localConnectionsPage(_ query: ConnectionPages.Query) -> JSON {
         let me = nodeID ?? ""
-        let all = sortedSnapshots(uid: query.uid, namespace: query.namespace)
-        let start = ConnectionPages.start(of: all.map(\.id.raw), node: me, after: query.after)
+        let all = sortedConnectionIDs(uid: query.uid, namespace: query.namespace)
+        let start = ConnectionPages.start(of: all, node: me, after: query.after)
         let end = min(start + query.limit, all.count)
-        let rows = all[start..<end].compactMap { snapshot in connectionJSON(snapshot).map { (snapshot.id.raw, $0) } }
-        return ConnectionPages.answer(node: me, total: all.count, more: end < all.count, rows: rows)
+        return ConnectionPages.answer(node: me, total: all.count, more: end < all.count, rows: rows(all[start..<end]))
     }
 
     private func clusterConnections(_ request: HTTPRequest, _ cluster: ClusterLink) -> LaterResponse {
