@@ -75,7 +75,7 @@ extension OperatorAPI {
 
     /// A kick of a session not held here: every live node is asked; 200 when one closed it, 404
     /// once every live node said it is not there, 202 when some did not answer in time (they
-    /// still act on the kick when they read it).
+    /// still act on the kick when they read it), 503 when Redis did not take the ask.
     private func clusterKick(session: String, reason: String, _ cluster: ClusterLink) -> LaterResponse {
         guard !session.isEmpty, session.utf8.count <= 128 else { return { $0(.error(400, "invalid session id")) } }
         logger.notice("operator kick of session \(session), not on this node: asking every node: \(reason)")
@@ -86,12 +86,12 @@ extension OperatorAPI {
                 if let (node, _) = gathered.answers.first(where: { $0.value["closed"] == .bool(true) }) {
                     return respond(.json(200, JSONWriter.string(.object([("closed", .bool(true)), ("node", .string(node))]))))
                 }
-                if gathered.missing.isEmpty && gathered.failure == nil {
-                    return respond(.error(404, "no such session on any node"))
+                if let failure = gathered.failure {
+                    return respond(.error(503, "the session is not on this node, and the other nodes could not be asked: \(failure)"))
                 }
+                if gathered.missing.isEmpty { return respond(.error(404, "no such session on any node")) }
                 let answer: JSON = .object([
                     ("closed", .bool(false)), ("forwarded", .bool(true)), ("missing", .array(gathered.missing.map { .string($0) })),
-                    ("error", gathered.failure.map { .string($0) } ?? .null),
                 ])
                 respond(.json(202, JSONWriter.string(answer)))
             }
