@@ -147,6 +147,7 @@ public final class LWSServer: @unchecked Sendable {
             cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
             cluster.refusals.onRefused = { [unowned operators] ns in operators.closeRefused(namespace: ns) }
             webSocket.isRefused = { [unowned cluster] ns in cluster.refusals.reason(for: ns) != nil }
+            cluster.asking.onAsk = { [unowned operators] ask in operators.answerClusterAsk(ask) }
             cluster.start()
         }
         liveness.start()

@@ -37,6 +37,9 @@ final class ClusterLink {
     let refusals = NamespaceRefusals()
     /// The operators' node list and forwarded kicks (ClusterDirectory.swift).
     let directory: ClusterDirectory
+    /// Operators' asks to every node and their answers, on a third connection (ClusterAsks.swift).
+    let asking: ClusterAsks
+    let asksConnection: RedisConnection
     /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up
     /// (`notReadyReason` says which is missing).
     var isReady: Bool { notReadyReason == nil }
@@ -69,6 +72,11 @@ final class ClusterLink {
         history = settings.clusterStatePath.flatMap { try? ClusterHistory(path: $0) } // read once already by the settings
         directory = ClusterDirectory(connection: commands, nodeID: settings.nodeID)
         reachability = RedisReachability(address: settings.endpoint.description)
+        asksConnection = RedisConnection(loop: runtime.uvLoop, endpoint: settings.endpoint,
+                                         options: .init(connectTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                        commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                        clientName: name + " asks"))
+        asking = ClusterAsks(connection: commands, reader: asksConnection, nodeID: settings.nodeID)
     }
 
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
@@ -82,6 +90,9 @@ final class ClusterLink {
         tail.onEvent = { [unowned self] event in runtime.dispatch { tailEvent(event) } }
         commands.start()
         tailConnection.start()
+        asking.asks.onAsk = { [unowned self] ask in runtime.dispatch { answerAsk(ask) } }
+        asksConnection.start()
+        asking.asks.start()
         let timer = runtime.makeTimer { [unowned self] in beatAll() }
         beatTimer = timer
         timer.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
@@ -309,6 +320,8 @@ final class ClusterLink {
         tail.stop()
         commands.close()
         tailConnection.close()
+        asking.asks.stop()
+        asksConnection.close()
     }
 
     /// The member for `ns`, created (and joining) on first use; nil when the name cannot be a key.

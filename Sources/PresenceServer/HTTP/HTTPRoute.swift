@@ -24,6 +24,9 @@ final class HTTPRoute {
     private let storage: StorageLink
     private var bodies: RequestBodies<OpaquePointer>
     private let pending = PendingAnswers()
+    /// Operator requests waiting for the other nodes (a token each: lws may reuse a closed `wsi`).
+    private var operatorWaits: [OpaquePointer: UInt64] = [:]
+    private var operatorTokens: UInt64 = 0
     private var refusals = RefusalLog()
     private var lateBodies = RefusalLog()
     private var deadlineTimer: LoopTimer!
@@ -59,7 +62,7 @@ final class HTTPRoute {
             }
             if length > 0 { return admitBody(of: request, length: length, on: wsi) }
         }
-        if let answer = operators.answer(request) { return respond(wsi, answer) }
+        if let answered = routeOperators(request, on: wsi) { return answered }
         if let refusal = storageRefusal(request) ?? namespaceRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
@@ -67,6 +70,26 @@ final class HTTPRoute {
         case nil: break
         }
         return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
+    }
+
+    /// Health, metrics and the operator API; nil when `request` is for none of them. A cluster's
+    /// listing and remote kicks are answered once the other nodes have (or the wait is over).
+    private func routeOperators(_ request: HTTPRequest, on wsi: OpaquePointer) -> Int32? {
+        if let later = operators.laterRoute(request) {
+            operatorTokens += 1
+            let token = operatorTokens
+            operatorWaits[wsi] = token
+            LWSWrite.keepOpen(wsi)
+            LWSWrite.pauseHTTP(wsi)
+            later { [weak self] response in
+                guard let self, operatorWaits[wsi] == token else { return } // the client left meanwhile
+                operatorWaits[wsi] = nil
+                _ = responder.respond(wsi, response, after: steps.run())
+            }
+            return 0
+        }
+        guard let answer = operators.answer(request) else { return nil }
+        return respond(wsi, answer)
     }
 
     /// A REST answer: a response now, or (replicated) one made when the ticket's outcome arrives.
@@ -206,7 +229,7 @@ final class HTTPRoute {
         case .refused?: return -1  // its answer went out, and the client has sent everything
         case nil: return 0
         }
-        if let answer = operators.answer(request) { return respond(wsi, answer) }
+        if let answered = routeOperators(request, on: wsi) { return answered }
         return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
     }
 
@@ -261,6 +284,7 @@ final class HTTPRoute {
         MaskTap.closed(wsi)
         responder.closed(wsi)
         bodies.closed(wsi)
+        operatorWaits[wsi] = nil
         if case .stream(_, let waiting, _)? = pending.closed(wsi) {
             engine.disconnect(ConnectionID(waiting), now: WallClock.nowMilliseconds())
             steps.run()

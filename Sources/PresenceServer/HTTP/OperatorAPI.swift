@@ -91,6 +91,11 @@ final class OperatorAPI {
         }
     }
 
+    func isAdmin(_ request: HTTPRequest) -> Bool {
+        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin else { return false }
+        return request.query["auth_variable_override"] == nil
+    }
+
     func connectionJSON(_ snapshot: Engine.ConnectionSnapshot) -> JSON? {
         guard let shell = table[snapshot.id.raw] else { return nil }
         func optional(_ value: String?) -> JSON { value.map { .string($0) } ?? .null }
@@ -113,29 +118,50 @@ final class OperatorAPI {
             .sorted { ($0.id.raw) < ($1.id.raw) }
     }
 
+    /// The WebSocket connections that match, by id: no snapshot is built (see `rows(_:)`).
+    func sortedConnectionIDs(uid: String?, namespace: String?) -> [UInt64] {
+        engine.connectionIDs(uid: uid, namespace: namespace).map(\.raw).filter { table[$0] != nil }.sorted()
+    }
+
+    /// The rows of a page of connections (snapshots of these alone).
+    func rows(_ ids: ArraySlice<UInt64>) -> [(id: UInt64, row: JSON)] {
+        ids.compactMap { id in engine.connectionSnapshot(ConnectionID(id)).flatMap(connectionJSON).map { (id, $0) } }
+    }
+
     func listConnections(_ request: HTTPRequest) -> HTTPResponse {
-        let all = sortedSnapshots(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
-                                  namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
+        let all = sortedConnectionIDs(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
+                                      namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
         let start = min(max(Int(request.query["cursor"] ?? "") ?? 0, 0), all.count)
         let page = all[start..<min(start + limit, all.count)]
         let next: JSON = start + limit < all.count ? .string(String(start + limit)) : .null
         let body: JSON = .object([
-            ("connections", .array(page.compactMap(connectionJSON))), ("total", .number(Double(all.count))), ("nextCursor", next),
+            ("connections", .array(rows(page).map(\.row))), ("total", .number(Double(all.count))), ("nextCursor", next),
             ("node", nodeID.map { .string($0) } ?? .null),
         ])
         return .json(200, JSONWriter.string(body))
     }
 
+    /// Closes the connection of `session` if it is on this node (on a cluster, `laterRoute` asks
+    /// the other nodes for a session that is not).
     func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
-        let reason = String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
-        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else {
-            return forwardClose(session: session, reason: reason)
-        }
-        logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
+        closeHere(session: session, reason: kickReason(request), through: nil)
+            ? .json(200, "{\"closed\":true}") : .error(404, "no such session")
+    }
+
+    func kickReason(_ request: HTTPRequest) -> String {
+        String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
+    }
+
+    /// Closes `session`'s connection with 4002 if it is here (`through`: the node an operator
+    /// asked, when it is another); false when it is not here.
+    func closeHere(session: String, reason: String, through node: String?) -> Bool {
+        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else { return false }
+        let by = node.map { "operator (through node \($0))" } ?? "operator"
+        logger.notice("\(by) closes connection \(id.raw) (session \(session)): \(reason)")
         outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
                         .close(id, code: .closedByOperator, reason: reason)])
-        return .json(200, "{\"closed\":true}")
+        return true
     }
 
     func user(_ uid: String, request: HTTPRequest) -> HTTPResponse {

@@ -21,11 +21,7 @@ extension OperatorAPI {
 
     /// 401 unless `request` carries the admin credential (and no auth override).
     func adminRefusal(_ request: HTTPRequest) -> HTTPResponse? {
-        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
-              request.query["auth_variable_override"] == nil else {
-            return .error(401, "Admin credentials required")
-        }
-        return nil
+        isAdmin(request) ? nil : .error(401, "Admin credentials required")
     }
 
     /// The user starts again from 0 uses. `reset`: whether this node had usage stored.
