@@ -28,7 +28,7 @@ extension Engine {
                 failDirect(entry.ticket, namespace: name, entry.request, refusal, now: now)
             }
         }
-        releaseIfIdle(ns)
+        releaseIfIdle(ns, now: now)
     }
 
     /// Requests about the connection, not the data: answered the same whether the namespace is
