@@ -119,6 +119,7 @@ extension Engine {
             finishDirect(ticket, namespace: name, request, .rulesDocument(rules(namespace: name)), now: now)
         case .resetLimit(let key):
             proposal?.limitChanges = [LogEntry.LimitUsageChange(limit: key.limit, uid: key.uid, usage: nil)]
+            direct.resetHadUsage[ticket] = limitUsage[key] != nil
             if let refusal = propose(.limitUsage, writes: [], in: ns, identity: nil, label: "reset") {
                 finishDirect(ticket, namespace: name, request, .reset(.failure(refusal)), now: now)
             }
@@ -135,7 +136,7 @@ extension Engine {
         case .rules:
             finishDirect(ticket, namespace: name, request, .rules(.success(())), now: now)
         case .resetLimit:
-            finishDirect(ticket, namespace: name, request, .reset(.success(())), now: now)
+            finishDirect(ticket, namespace: name, request, .reset(.success(direct.resetHadUsage[ticket] ?? false)), now: now)
         case .read, .stream, .rulesDocument:
             break
         }
@@ -162,6 +163,7 @@ extension Engine {
         // A stream that will not open leaves the engine (its connection kept the namespace).
         if case .stream(let id, _, _, _) = request, case .stream(.failure) = outcome { disconnect(id, now: now) }
         direct.outcomes.append((ticket, outcome))
+        direct.resetHadUsage[ticket] = nil
         if let ns = namespaces[name] { releaseIfIdle(ns, now: now) }
     }
 

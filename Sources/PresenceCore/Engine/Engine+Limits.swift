@@ -43,9 +43,9 @@ extension Engine {
         if configuration.replication != nil {
             answer = submit(.resetLimit(key), namespace: key.namespace, now: now)
         } else {
-            guard limitUsage[key] != nil else { return .now(.reset(.success(()))) }
+            guard limitUsage[key] != nil else { return .now(.reset(.success(false))) }
             store(.unused, for: key)
-            answer = .now(.reset(.success(())))
+            answer = .now(.reset(.success(true)))
         }
         limitEvents.append(LimitEvent(at: now, namespace: key.namespace, limit: key.limit, tier: nil, uid: key.uid,
                                       outcome: .resetByOperator, currentUsage: 0, remainingCooldownMilliseconds: 0))

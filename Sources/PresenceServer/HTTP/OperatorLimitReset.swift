@@ -28,12 +28,13 @@ extension OperatorAPI {
     private func resetLimit(uid: String, limit: String, request: HTTPRequest) -> RESTAnswer {
         let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? configuration.defaultNamespace
         let key = LimitUsageKey(namespace: namespace, limit: limit, uid: uid)
-        let stored = engine.limitUsage(key) != nil
+        // `reset`: whether the user had usage, as the engine saw it when ordering the reset (on a
+        // cluster this node may have let the namespace go and loaded it again for the reset).
         let finish = { (outcome: DirectOutcome) -> HTTPResponse in
-            switch outcome.done {
-            case .success?: .json(200, "{\"reset\":\(stored)}")
-            case .failure(let error)?: .refusal(for: error)
-            case nil: .error(500, "Internal error: the reset's outcome is of another kind")
+            switch outcome {
+            case .reset(.success(let hadUsage)): .json(200, "{\"reset\":\(hadUsage)}")
+            case .reset(.failure(let error)): .refusal(for: error)
+            default: .error(500, "Internal error: the reset's outcome is of another kind")
             }
         }
         switch engine.submitLimitReset(key, now: now()) {

@@ -232,11 +232,20 @@ import Testing
         #expect(log.perform(0)) // ordered in the log, not applied here yet: no answer
         #expect(log.outcome(reset, on: 0) == nil && log.nodes[0].engine.limitUsage(key) != nil)
         #expect(log.deliver(0))
-        guard case .success? = log.outcome(reset, on: 0)?.done else {
+        // Answered once committed, saying the user had usage when it was ordered (now gone).
+        guard case .reset(.success(true))? = log.outcome(reset, on: 0) else {
             Issue.record("the reset was not answered once committed: \(String(describing: log.outcome(reset, on: 0)))")
             return
         }
         #expect(log.nodes[0].engine.limitUsage(key) == nil)
+        // Another user's reset, with nothing stored for them: in force all the same, and says so.
+        let nobody = LimitUsageKey(namespace: "test", limit: "refreshOnlineUsers", uid: "nobody")
+        let nothing = log.submit(to: 1) { $0.submitLimitReset(nobody, now: $1) }
+        log.settle()
+        guard case .reset(.success(false))? = log.outcome(nothing, on: 1) else {
+            Issue.record("a reset of a user without usage: \(String(describing: log.outcome(nothing, on: 1)))")
+            return
+        }
         // Not ordered (Redis refuses): answered unavailable, nothing reset.
         log.request(2, "g", #"{"p":"/online-users","q":{}}"#, from: client)
         log.settle()
