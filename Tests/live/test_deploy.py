@@ -300,6 +300,6 @@ def test_nginx_cluster_balancer_upgrades_websockets_and_keeps_the_host():
     assert "proxy_http_version 1.1;" in text and "least_conn;" in text
     assert re.search(r"proxy_set_header\s+Upgrade\s+\$http_upgrade;", text)
     assert re.search(r"proxy_set_header\s+Connection\s+\$connection_upgrade;", text)
-    assert re.search(r"proxy_set_header\s+Host\s+\$host;", text), "the hello's h must stay the balancer's host"
+    assert re.search(r"proxy_set_header\s+Host\s+\$http_host;", text), "the hello's h must stay the balancer's host and port"
     assert re.search(r"location\s+/\.ws\s*\{[^}]*proxy_pass http://presence_nodes;", text)
     assert "proxy_next_upstream" in text
