@@ -465,7 +465,7 @@ SCENARIOS = {
     "many-ondisconnect": {"what": "5,000 onDisconnect sets on one connection, at once, then it leaves",
                           "attack": many_ondisconnect, "evidence": ["max-ondisconnect-ops"]},
     "tagged-window": {"what": "5,000 distinct tagged limitToLast queries on one location, then writes moving every window",
-                      "attack": tagged_window, "evidence": ["messages a second"]},
+                      "attack": tagged_window, "evidence": ["max-queries-per-location", "messages a second"]},
     "huge-read": {"what": "reads of a 300,000-child subtree (whole, and limitToLast 3), in a loop",
                   "setup": huge_read_setup, "attack": huge_read, "evidence": ["max-read-bytes"]},
     "huge-listen": {"what": "listens on a 300,000-child subtree (whole, and limitToLast 3), each then unlistened, in a loop",

@@ -13,13 +13,13 @@ struct AbuseBenchCommand: ParsableCommand {
         abstract: "Measure the engine under one client's abuse patterns (in process)."
     )
 
-    @Option(help: "listens, ondisconnect, reauth, bigread, online, tagged or namespaces.")
+    @Option(help: "listens, ondisconnect, reauth, bigread, online, tagged, tagged-window or namespaces.")
     var scenario: String
 
     @Option(help: "How many listens, ops, children, users, queries or namespaces.")
     var count = 20_000
 
-    @Option(help: "Re-auths (reauth) or writes (tagged).")
+    @Option(help: "Re-auths (reauth) or writes (tagged, tagged-window).")
     var repeats = 300
 
     @Option(help: "ondisconnect: a SQLite data directory to commit each step to (default: none).")
@@ -39,9 +39,12 @@ struct AbuseBenchCommand: ParsableCommand {
     @Option(help: "The read budget (--max-read-bytes) for bigread and online.")
     var maxReadBytes = EngineLimits.default.maxReadBytes
 
+    @Option(help: "tagged-window: distinct queries one connection may hold at one location (default: unlimited).")
+    var maxQueriesPerLocation = Int.max
+
     /// The engine with the per-connection limits raised past `count`, to see the cost grow unbounded.
     func makeEngine() -> Engine {
-        let limits = EngineLimits(maxListensPerConnection: .max, maxOnDisconnectOps: .max, maxOnDisconnectBytes: .max,
+        let limits = EngineLimits(maxListensPerConnection: .max, maxQueriesPerLocation: maxQueriesPerLocation, maxOnDisconnectOps: .max, maxOnDisconnectBytes: .max,
                                   maxReadBytes: maxReadBytes, maxNamespaces: .max)
         return Engine(configuration: Engine.Configuration(limits: limits), verifier: Verifier(), policy: Self.rules,
                       makeSessionID: { UUID().uuidString })
@@ -62,6 +65,7 @@ struct AbuseBenchCommand: ParsableCommand {
         case "bigread": result += bigRead()
         case "online": result += online()
         case "tagged": result += tagged()
+        case "tagged-window": result += taggedWindow()
         case "namespaces": result += namespaces()
         default: throw ValidationError("unknown scenario \(scenario)")
         }
@@ -227,6 +231,35 @@ struct AbuseBenchCommand: ParsableCommand {
             }
         }
         return [("writes", "\(repeats)"), ("ms_per_write", Self.format(seconds * 1e3 / Double(repeats))),
+                ("send_effects_per_write", "\(sends / max(1, repeats))")]
+    }
+
+    /// One connection with `count` distinct queries (`limitToLast k` by child `ts`, k = 1...count) on
+    /// a location of 50 children, then writes that move the oldest child to the newest: every
+    /// window moves (the attack harness's `tagged-window`).
+    func taggedWindow() -> [(String, String)] {
+        let engine = makeEngine()
+        let path = Path(validated: ["tagger", "items"])
+        let id = ConnectionID(1)
+        Self.open(engine, id, "bench")
+        let children: PresenceCore.JSON = .object((0..<50).map { ("k\($0)", .object([("ts", .number(Double($0)))])) })
+        engine.handle(NumberedRequest(number: 1, request: .put(path: path, data: children, hash: nil)), from: id, now: Self.now)
+        var refused = 0
+        for k in 1...max(1, count) {
+            let query: PresenceCore.JSON = .object([("i", "ts"), ("l", .number(Double(k))), ("vf", "r")])
+            engine.handle(NumberedRequest(number: 1 + k, request: .listen(path: path, query: query, tag: k)), from: id, now: Self.now)
+            for case .send(_, .reply(_, .failure(.tooBig))) in engine.drainEffects() { refused += 1 }
+        }
+        var sends = 0
+        let seconds = Self.measure {
+            for index in 0..<repeats {
+                let write = NumberedRequest(number: 10_000 + index, request: .put(path: path.child("k\(index % 50)"),
+                                            data: .object([("ts", .number(Double(50 + index)))]), hash: nil))
+                engine.handle(write, from: id, now: Self.now)
+                sends += engine.drainEffects().count
+            }
+        }
+        return [("queries_refused", "\(refused)"), ("writes", "\(repeats)"), ("ms_per_write", Self.format(seconds * 1e3 / Double(max(1, repeats)))),
                 ("send_effects_per_write", "\(sends / max(1, repeats))")]
     }
 

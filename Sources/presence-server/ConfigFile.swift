@@ -13,7 +13,7 @@ enum ConfigFile {
         "default-namespace", "max-message-bytes", "ping-interval", "idle-timeout", "rx-buffer", "disconnect-grace",
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
         "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
-        "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-ondisconnect-ops",
+        "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-queries-per-location", "max-ondisconnect-ops",
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces", "slice-reads-over",
         // Floods and slow clients (docs/robustness.md)
         "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",

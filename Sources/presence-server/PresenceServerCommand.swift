@@ -154,6 +154,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Listens one connection may hold at once; past it a listen is refused with too_big (logged once per connection).")
     var maxListensPerConnection = EngineLimits.default.maxListensPerConnection
 
+    @Option(help: "Distinct queries (tagged listens with orderBy, limit, startAt, ...) one connection may hold at one location; past it such a listen is refused with too_big. A write there computes and sends each of them, so this bounds what one write costs per connection.")
+    var maxQueriesPerLocation = EngineLimits.default.maxQueriesPerLocation
+
     @Option(help: "onDisconnect ops one connection may hold; past it an onDisconnect write is refused with too_big.")
     var maxOndisconnectOps = EngineLimits.default.maxOnDisconnectOps
 
@@ -170,7 +173,8 @@ struct PresenceServerCommand: ParsableCommand {
     var sliceReadsOver = EngineLimits.serverSliceReadsOver
 
     var engineLimits: EngineLimits {
-        EngineLimits(maxListensPerConnection: maxListensPerConnection, maxOnDisconnectOps: maxOndisconnectOps,
+        EngineLimits(maxListensPerConnection: maxListensPerConnection, maxQueriesPerLocation: maxQueriesPerLocation,
+                     maxOnDisconnectOps: maxOndisconnectOps,
                      maxOnDisconnectBytes: maxOndisconnectBytes, maxReadBytes: maxReadBytes, maxNamespaces: maxNamespaces,
                      sliceReadsOver: sliceReadsOver)
     }
@@ -236,6 +240,7 @@ struct PresenceServerCommand: ParsableCommand {
         }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         for (flag, value, upper) in [("--max-listens-per-connection", maxListensPerConnection, 10_000_000),
+                                     ("--max-queries-per-location", maxQueriesPerLocation, 10_000_000),
                                      ("--max-ondisconnect-ops", maxOndisconnectOps, 10_000_000),
                                      ("--max-ondisconnect-bytes", maxOndisconnectBytes, 1 << 30),
                                      ("--max-read-bytes", maxReadBytes, 1 << 30),
@@ -294,6 +299,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("online-location", .string(onlineLocation)),
             ("limits", .string(limits)), ("limit-events", optional(limitEvents)),
             ("max-listens-per-connection", .number(Double(maxListensPerConnection))),
+            ("max-queries-per-location", .number(Double(maxQueriesPerLocation))),
             ("max-ondisconnect-ops", .number(Double(maxOndisconnectOps))),
             ("max-ondisconnect-bytes", .number(Double(maxOndisconnectBytes))),
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),

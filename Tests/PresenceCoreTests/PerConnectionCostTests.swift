@@ -128,7 +128,8 @@ import Testing
         var table = ListenTable()
         var reference: [ListenKey: Listen] = [:]
         for step in 0..<3_000 {
-            let key = ListenKey(path: Path(validated: ["p\(random.int(40))"]), queryIdentity: "default")
+            let query = random.int(3)  // 0: the plain listen; 1, 2: two distinct queries
+            let key = ListenKey(path: Path(validated: ["p\(random.int(40))"]), queryIdentity: query == 0 ? "default" : "q\(query)")
             if random.int(3) == 0 {
                 #expect((table.removeValue(forKey: key) == nil) == (reference.removeValue(forKey: key) == nil), "step \(step)")
             } else {
@@ -138,11 +139,30 @@ import Testing
                 reference[key] = listen
             }
             #expect(table.count == reference.count)
+            #expect(table.queries(at: key.path) == reference.keys.filter { $0.path == key.path && $0.queryIdentity != "default" }.count,
+                    "step \(step)")
             for (key, listen) in reference where table[key]?.listener != listen.listener {
                 Issue.record("step \(step): \(key.path) lost")
                 return
             }
         }
+    }
+
+    /// The index (with the query counts) is a class: a copy of the table must not see the
+    /// original's later changes.
+    @Test func aCopyKeepsItsListensAndQueryCounts() {
+        var table = ListenTable()
+        let path = Path(validated: ["items"])
+        func listen(_ n: Int) -> Listen {
+            Listen(listener: Listener(connection: ConnectionID(UInt64(n)), path: path, tag: nil), rawQuery: nil, spec: .default)
+        }
+        for n in 0..<40 { table[ListenKey(path: path, queryIdentity: "q\(n)")] = listen(n) }
+        let copy = table
+        for n in 0..<20 { table.removeValue(forKey: ListenKey(path: path, queryIdentity: "q\(n)")) }
+        table[ListenKey(path: path, queryIdentity: "q99")] = listen(99)
+        #expect(copy.count == 40 && copy.queries(at: path) == 40)
+        #expect(copy[ListenKey(path: path, queryIdentity: "q0")] != nil && copy[ListenKey(path: path, queryIdentity: "q99")] == nil)
+        #expect(table.count == 21 && table.queries(at: path) == 21)
     }
 
     /// A request handler holds the connection while it changes it: the record must be a reference,

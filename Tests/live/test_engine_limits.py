@@ -1,6 +1,7 @@
 """The engine's per-connection limits, read budget and namespace release, against the real binary:
 the flags exist and are documented in --help, an offender gets a clear refusal (too_big / 413) that
 is logged once, and nobody else is disturbed."""
+import json
 import subprocess
 import time
 
@@ -9,7 +10,7 @@ import requests
 from conftest import SERVER, Server
 
 OWNER = {"Authorization": "Bearer owner"}
-FLAGS = ["--max-listens-per-connection", "--max-ondisconnect-ops", "--max-ondisconnect-bytes", "--max-read-bytes",
+FLAGS = ["--max-listens-per-connection", "--max-queries-per-location", "--max-ondisconnect-ops", "--max-ondisconnect-bytes", "--max-read-bytes",
          "--max-namespaces"]
 
 
@@ -23,6 +24,44 @@ def test_the_limits_are_flags_documented_in_help():
         assert flag in out, flag
     bad = subprocess.run([SERVER, "--max-listens-per-connection", "0"], capture_output=True, text=True, timeout=30)
     assert bad.returncode != 0 and "--max-listens-per-connection" in bad.stderr
+
+
+def test_distinct_queries_past_the_limit_at_one_location_are_refused_and_logged_once():
+    """The tagged-window attack (issue 16): one connection's distinct queries at one location are
+    bounded, so a write there costs at most that many windows for it."""
+    server = Server("--rules", "open", "--storage", "memory", "--max-queries-per-location", "3")
+    try:
+        greedy = server.client()
+        bystander = server.client()
+        assert greedy.call("p", {"p": "/items", "d": {f"k{i}": {"ts": i} for i in range(10)}})["s"] == "ok"
+        replies = [greedy.call("q", {"p": "/items", "q": {"i": "ts", "l": k, "vf": "r"}, "t": k, "h": ""})
+                   for k in range(1, 7)]
+        assert [reply["s"] for reply in replies] == ["ok"] * 3 + ["too_big"] * 3, replies
+        assert "--max-queries-per-location" in replies[3]["d"], replies[3]
+        assert bystander.call("q", {"p": "/items", "q": {"i": "ts", "l": 5, "vf": "r"}, "t": 1, "h": ""})["s"] == "ok"
+        # A write moving every window: the greedy connection gets one merge per query it holds.
+        assert greedy.call("p", {"p": "/items/k0", "d": {"ts": 99}})["s"] == "ok"
+        merges = [m["d"]["b"] for m in greedy.pending if m.get("t") == "d" and m["d"].get("a") == "m"]
+        assert sorted(merge["t"] for merge in merges) == [1, 2, 3], greedy.pending
+        merge = bystander.wait_for(lambda m: m.get("d", {}).get("a") == "m")["d"]["b"]
+        assert merge["t"] == 1 and merge["d"]["k0"] == {"ts": 99}, merge
+        # The same query again is no new one; the plain listen is not a query; unlistening frees a place.
+        assert greedy.call("q", {"p": "/items", "q": {"i": "ts", "l": 2, "vf": "r"}, "t": 2, "h": ""})["s"] == "ok"
+        assert greedy.call("q", {"p": "/items", "h": ""})["s"] == "ok"
+        assert greedy.call("q", {"p": "/items", "q": {"i": "ts", "l": 7, "vf": "r"}, "t": 7, "h": ""})["s"] == "too_big"
+        assert greedy.call("n", {"p": "/items", "q": {"i": "ts", "l": 1, "vf": "r"}, "t": 1})["s"] == "ok"
+        assert greedy.call("q", {"p": "/items", "q": {"i": "ts", "l": 7, "vf": "r"}, "t": 7, "h": ""})["s"] == "ok"
+    finally:
+        assert server.alive()
+        server.stop()
+    assert server.stderr.count("--max-queries-per-location") == 1, server.stderr
+
+
+def test_the_query_limit_is_a_config_file_key(tmp_path):
+    config = tmp_path / "presence.json"
+    config.write_text('{"max-queries-per-location": 7}')
+    printed = subprocess.run([SERVER, "--config", str(config), "--print-config"], capture_output=True, text=True, timeout=30)
+    assert printed.returncode == 0 and json.loads(printed.stdout)["max-queries-per-location"] == 7, printed
 
 
 def test_listens_and_ondisconnect_ops_past_the_limits_are_refused_and_logged_once():

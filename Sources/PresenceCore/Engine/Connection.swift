@@ -64,19 +64,48 @@ final class FilteredListen: Sendable {
 /// small array (one allocation of ~100 bytes for one listen, against ~700 for a dictionary of
 /// these records); past `maxLinear` a dictionary indexes them. Adding, finding and removing cost
 /// O(1) either way (a removal moves the last entry into the gap), so the n-th listen costs what the
-/// first did.
+/// first did. It also tells the distinct queries held at a path (`--max-queries-per-location`)
+/// in O(1): counted by the index, or by a scan of at most `maxLinear` entries without one.
 struct ListenTable {
     private static let maxLinear = 16
     private var entries: [(key: ListenKey, value: Listen)] = []
-    private var index: [ListenKey: Int]?
+    private var index: Index?
+
+    /// A large table's index. A class, so the table stays two words per connection
+    /// (`ConnectionMemoryTests`); a shared one is copied before it changes.
+    private final class Index {
+        var positions: [ListenKey: Int] = [:]
+        /// Distinct queries at each path that has any.
+        var queriesAt: [Path: Int] = [:]
+
+        func copy() -> Index {
+            let copy = Index()
+            copy.positions = positions
+            copy.queriesAt = queriesAt
+            return copy
+        }
+    }
 
     var count: Int { entries.count }
     var values: [Listen] { entries.map(\.value) }
     var all: [(key: ListenKey, value: Listen)] { entries }
 
+    /// Distinct queries (listens keyed by a non-default query) held at `path`.
+    func queries(at path: Path) -> Int {
+        if let index { return index.queriesAt[path] ?? 0 }
+        return entries.reduce(0) { $0 + (Self.isQuery($1.key) && $1.key.path == path ? 1 : 0) }
+    }
+
+    private static func isQuery(_ key: ListenKey) -> Bool { key.queryIdentity != QuerySpec.default.identity }
+
     private func position(of key: ListenKey) -> Int? {
-        if let index { return index[key] }
+        if let index { return index.positions[key] }
         return entries.firstIndex { $0.key == key }
+    }
+
+    private mutating func uniqueIndex() -> Index? {
+        if index != nil, !isKnownUniquelyReferenced(&index) { index = index?.copy() }
+        return index
     }
 
     subscript(key: ListenKey) -> Listen? {
@@ -87,8 +116,9 @@ struct ListenTable {
                     entries[at].value = newValue
                 } else {
                     entries.append((key, newValue))
-                    if index != nil {
-                        index![key] = entries.count - 1
+                    if let index = uniqueIndex() {
+                        index.positions[key] = entries.count - 1
+                        if Self.isQuery(key) { index.queriesAt[key.path, default: 0] += 1 }
                     } else if entries.count > ListenTable.maxLinear {
                         reindex()
                     }
@@ -103,27 +133,35 @@ struct ListenTable {
     mutating func removeValue(forKey key: ListenKey) -> Listen? {
         guard let at = position(of: key) else { return nil }
         let removed = entries[at].value
+        let index = uniqueIndex()
         let last = entries.count - 1
         if at != last {
             entries[at] = entries[last]
-            index?[entries[at].key] = at
+            index?.positions[entries[at].key] = at
         }
         entries.removeLast()
-        index?.removeValue(forKey: key)
+        index?.positions.removeValue(forKey: key)
+        if let index, Self.isQuery(key) {
+            let held = (index.queriesAt[key.path] ?? 0) - 1
+            index.queriesAt[key.path] = held > 0 ? held : nil
+        }
         if entries.isEmpty {
             entries = []
-            index = nil
+            self.index = nil
         } else if index != nil, entries.count <= ListenTable.maxLinear / 2 {
-            index = nil  // small again: the array alone (hysteresis, so add/remove at the edge stays O(1))
+            self.index = nil  // small again: the array alone (hysteresis, so add/remove at the edge stays O(1))
         }
         return removed
     }
 
     private mutating func reindex() {
-        var map: [ListenKey: Int] = [:]
-        map.reserveCapacity(entries.count)
-        for (position, entry) in entries.enumerated() { map[entry.key] = position }
-        index = map
+        let built = Index()
+        built.positions.reserveCapacity(entries.count)
+        for (position, entry) in entries.enumerated() {
+            built.positions[entry.key] = position
+            if Self.isQuery(entry.key) { built.queriesAt[entry.key.path, default: 0] += 1 }
+        }
+        index = built
     }
 }
 

@@ -34,6 +34,12 @@ extension Engine {
             let error = refuse(.listens, "this connection already holds \(connection.listens.count) listens, the most one connection may hold (--max-listens-per-connection); stop listening somewhere first", connection: connection)
             return reply(number, .failure(error), to: id)
         }
+        let queryLimit = configuration.limits.maxQueriesPerLocation
+        if previous == nil, tagged, connection.listens.queries(at: path) >= queryLimit {
+            counters.limitRefusals += 1
+            let error = refuse(.queriesPerLocation, "this connection already holds \(queryLimit) distinct queries at \(ClientInput.quoted("/" + path.wireString)), the most one connection may hold at one location (--max-queries-per-location); stop one of them first", connection: connection)
+            return reply(number, .failure(error), to: id)
+        }
         let ns = namespace(connection.namespace)
         if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
                                        filtered: tagged, connection: connection) {

@@ -5,6 +5,10 @@
 public struct EngineLimits: Sendable, Equatable {
     /// Active listens one connection may hold (`--max-listens-per-connection`).
     public var maxListensPerConnection: Int
+    /// Distinct queries (tagged listens with a filter) one connection may hold at one location
+    /// (`--max-queries-per-location`). A write that moves a child there computes and pushes each
+    /// of them (a message per tag): this bounds what one write costs per such connection.
+    public var maxQueriesPerLocation: Int
     /// onDisconnect ops one connection may hold (`--max-ondisconnect-ops`).
     public var maxOnDisconnectOps: Int
     /// Total size of those ops' values, about their length as JSON (`--max-ondisconnect-bytes`).
@@ -27,10 +31,11 @@ public struct EngineLimits: Sendable, Equatable {
     /// `presence-server`'s default for `sliceReadsOver`: about 1 ms of serializing.
     public static let serverSliceReadsOver = 65_536
 
-    public init(maxListensPerConnection: Int = 10_000, maxOnDisconnectOps: Int = 1_000, maxOnDisconnectBytes: Int = 1_048_576,
+    public init(maxListensPerConnection: Int = 10_000, maxQueriesPerLocation: Int = 100, maxOnDisconnectOps: Int = 1_000, maxOnDisconnectBytes: Int = 1_048_576,
                 maxReadBytes: Int = 8 * 1_048_576, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
         self.sliceReadsOver = sliceReadsOver
         self.maxListensPerConnection = maxListensPerConnection
+        self.maxQueriesPerLocation = maxQueriesPerLocation
         self.maxOnDisconnectOps = maxOnDisconnectOps
         self.maxOnDisconnectBytes = maxOnDisconnectBytes
         self.maxReadBytes = maxReadBytes
@@ -45,6 +50,7 @@ public struct EngineLimits: Sendable, Equatable {
         case onDisconnectOps = 2
         case onDisconnectBytes = 4
         case read = 8
+        case queriesPerLocation = 16
     }
 }
 
