@@ -31,7 +31,7 @@ public struct EngineLimits: Sendable, Equatable {
     /// `presence-server`'s default for `sliceReadsOver`: about 1 ms of serializing.
     public static let serverSliceReadsOver = 65_536
 
-    public init(maxListensPerConnection: Int = 10_000, maxQueriesPerLocation: Int = 100, maxOnDisconnectOps: Int = 1_000, maxOnDisconnectBytes: Int = 1_048_576,
+    public init(maxListensPerConnection: Int = 10_000, maxQueriesPerLocation: Int = 20, maxOnDisconnectOps: Int = 1_000, maxOnDisconnectBytes: Int = 1_048_576,
                 maxReadBytes: Int = 8 * 1_048_576, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
         self.sliceReadsOver = sliceReadsOver
         self.maxListensPerConnection = maxListensPerConnection
