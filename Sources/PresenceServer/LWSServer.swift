@@ -78,8 +78,8 @@ public final class LWSServer: @unchecked Sendable {
         let loopRuntime = runtime
         let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
         self.cluster = cluster
-        streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime)
         let slices = SlicedReplies(runtime: runtime)
+        streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime, slices: slices)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams,
                         slices: slices)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
@@ -107,7 +107,7 @@ public final class LWSServer: @unchecked Sendable {
                                 table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
-                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage,
+                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage, slices: slices,
                          runtime: runtime)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)

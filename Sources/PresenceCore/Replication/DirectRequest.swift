@@ -21,6 +21,9 @@ public enum DirectAnswer {
 /// The outcome of a direct request.
 public enum DirectOutcome {
     case read(Result<Node, EngineError>)
+    /// A read too big to answer at once (`Engine.submitRead`'s `sliced`): the shell writes it in
+    /// slices. The rules allowed it; the budget is checked on the text.
+    case slicedRead(DeferredRead)
     case write(DirectWriteResult)
     case rules(Result<Void, EngineError>)
     /// The stream is open: its first message (the whole value) is queued for its connection.
@@ -29,6 +32,14 @@ public enum DirectOutcome {
     case rulesDocument((document: JSON, text: String?)?)
     /// An operator's reset of one user's usage of a limit is in force here.
     case reset(Result<Void, EngineError>)
+
+    /// A deferred read's outcome: the read, or its refusal by the rules.
+    init(_ deferred: Result<DeferredRead, EngineError>) {
+        switch deferred {
+        case .success(let read): self = .slicedRead(read)
+        case .failure(let error): self = .read(.failure(error))
+        }
+    }
 
     /// A read's result (nil for another kind).
     public var read: Result<Node, EngineError>? {
@@ -67,7 +78,7 @@ public struct DirectWriteResult {
 /// A direct request as the engine keeps it until it is answered (re-evaluated as it is after an
 /// abort).
 enum DirectRequest {
-    case read(Path, Credentials, QuerySpec, countsAsUse: Bool, shallow: Bool)
+    case read(Path, Credentials, QuerySpec, countsAsUse: Bool, shallow: Bool, sliced: DeferredRead.Form?)
     case write(Engine.DirectWrite, Path, Credentials, ifMatch: (path: Path, etag: String)?, readBack: Path?)
     /// A namespace's own rules document (its text); nil forgets it.
     case rules(document: String?)

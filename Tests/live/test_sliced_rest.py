@@ -1,0 +1,172 @@
+"""Big REST reads answered in slices (issue 16): a `GET` (and a stream's first event) whose answer
+passes --slice-reads-over is computed and serialized a slice at a time between other clients'
+messages, then written a piece at a time; the read budget answers 413 with what to do instead;
+a client that leaves mid-read costs nothing more."""
+import json
+import select
+import socket
+import time
+
+import requests
+
+from conftest import Server
+from test_sliced_reads import preload
+from test_streaming import Stream
+
+OWNER = {"Authorization": "Bearer owner"}
+
+
+def expected(count):
+    return {f"k{i:06d}": {"name": f"user {i}", "score": i % 97} for i in range(count)}
+
+
+def raw_get(server, path):
+    """Sends a GET on a raw socket (nothing read yet): the socket."""
+    sock = socket.create_connection((server.host, server.port), timeout=120)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer owner\r\n\r\n".encode())
+    return sock
+
+
+def read_response(sock):
+    """The whole response on `sock` (the server closes after it): status, headers, body."""
+    data = bytearray()
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = bytes(data).partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    if headers.get("transfer-encoding") == "chunked":
+        body = dechunk(body)
+    return int(lines[0].split()[1]), headers, body
+
+
+def dechunk(body):
+    out = bytearray()
+    while True:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return bytes(out)
+        out += rest[:size]
+        body = rest[size + 2:]
+
+
+def test_a_big_get_is_answered_whole_while_a_bystander_keeps_writing():
+    # 300,000 children are about 11 MB of JSON: over the default read budget (8 MiB).
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0", "--max-read-bytes", "16777216")
+    try:
+        preload(server, "/big", 300_000)
+        writer, watcher = server.client(), server.client()
+        watcher.listen("/x")
+        sock = raw_get(server, "/big.json?ns=demo")
+        time.sleep(0.05)  # the server is at work on the read
+        # Answered at once, the read held the loop until its whole answer was written: the reader
+        # had its response before the writer's first ack. In slices, the bystander's writes are
+        # acknowledged and pushed between slices while nothing of the answer has been sent.
+        for value in range(5):
+            assert writer.call("p", {"p": "/x", "d": value}, timeout=30)["s"] == "ok"
+            assert watcher.push("x") == value
+        assert not select.select([sock], [], [], 0)[0], "the big answer was sent before the bystander was served"
+        status, headers, body = read_response(sock)
+        assert status == 200 and headers["content-length"] == str(len(body)), headers
+        assert json.loads(body) == expected(300_000)
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+
+
+def test_shallow_queries_pretty_and_export_answers_in_slices_equal_the_data():
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0")
+    try:
+        preload(server, "/big", 20_000)  # about 0.7 MB as JSON: over the 64 KiB threshold
+        base = f"http://{server.host}:{server.port}/big.json"
+        assert requests.put(f"http://{server.host}:{server.port}/big/k000007/.priority.json", params={"ns": "demo"},
+                            json=5, headers=OWNER, timeout=10).status_code == 200
+
+        def get(**params):
+            response = requests.get(base, params={"ns": "demo", **params}, headers=OWNER, timeout=60)
+            assert response.status_code == 200, response.text
+            return response
+
+        data = expected(20_000)
+        assert get().json() == data
+        assert get(shallow="true").json() == {key: True for key in data}
+        window = get(orderBy='"score"', limitToLast="3").json()
+        last = sorted((i % 97, f"k{i:06d}") for i in range(20_000))[-3:]
+        assert window == {key: data[key] for _, key in last}, window
+        pretty = get(print="pretty")
+        assert pretty.json() == data and pretty.headers.get("transfer-encoding") == "chunked"
+        assert '{\n  "k' in pretty.text and '": {\n    "name": "user ' in pretty.text, pretty.text[:200]
+        exported = get(format="export").json()
+        assert exported["k000007"] == {**data["k000007"], ".priority": 5}
+        assert {key: value for key, value in exported.items() if key != "k000007"} == {k: v for k, v in data.items() if k != "k000007"}
+        # The ETag is a hash of the whole value: such a read is answered at once, as before.
+        tagged = requests.get(base, params={"ns": "demo"}, headers={**OWNER, "X-Firebase-ETag": "true"}, timeout=60)
+        assert tagged.status_code == 200 and tagged.headers.get("ETag") and tagged.json() == data
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+
+
+def test_a_big_get_over_the_budget_is_refused_413_with_what_to_do():
+    server = Server("--rules", "open", "--storage", "memory", "--max-read-bytes", "1000000")
+    try:
+        preload(server, "/big", 40_000)  # about 1.3 MB of JSON
+        base = f"http://{server.host}:{server.port}/big.json"
+        refused = requests.get(base, params={"ns": "demo"}, headers=OWNER, timeout=60)
+        assert refused.status_code == 413, refused.text
+        message = refused.json()["error"]
+        assert "--max-read-bytes" in message and "shallow=true" in message and "limitToLast" in message, message
+        assert requests.get(base, params={"ns": "demo", "shallow": "true"}, headers=OWNER, timeout=60).status_code == 200
+        window = requests.get(base, params={"ns": "demo", "orderBy": '"$key"', "limitToFirst": "2"}, headers=OWNER, timeout=60)
+        assert window.json() == {"k000000": {"name": "user 0", "score": 0}, "k000001": {"name": "user 1", "score": 1}}
+        stream = requests.get(base, params={"ns": "demo"}, headers={**OWNER, "Accept": "text/event-stream"}, timeout=60)
+        assert stream.status_code == 413 and "--max-read-bytes" in stream.json()["error"], stream.text
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+
+
+def test_a_streams_big_first_event_comes_whole_and_its_later_events_follow_in_order():
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0")
+    try:
+        preload(server, "/big", 20_000)
+        base = f"http://{server.host}:{server.port}"
+        stream = Stream(f"{base}/big.json", {"ns": "demo"}, headers=OWNER)
+        writer = server.client()
+        for value in range(3):
+            assert writer.call("p", {"p": "/big/k000001/score", "d": 1000 + value}, timeout=30)["s"] == "ok"
+        events = stream.wait(4, timeout=60)
+        assert [name for name, _ in events] == ["put"] * 4, [name for name, _ in events]
+        first = json.loads(events[0][1])
+        assert first == {"path": "/", "data": expected(20_000)}
+        assert [json.loads(data) for _, data in events[1:]] == [{"path": "/k000001/score", "data": 1000 + v} for v in range(3)]
+        stream.close()
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+
+
+def test_clients_that_leave_mid_read_free_it_and_others_are_answered():
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0")
+    try:
+        preload(server, "/big", 100_000)
+        # Eight readers leave while their answers are being made (more than the 4 built at once),
+        # two more once part of their body has come.
+        for sock in [raw_get(server, "/big.json?ns=demo") for _ in range(8)]:
+            sock.close()
+        for _ in range(2):
+            sock = raw_get(server, "/big.json?ns=demo")
+            assert sock.recv(65536)
+            sock.close()
+        status, _, body = read_response(raw_get(server, "/big.json?ns=demo"))
+        assert status == 200 and json.loads(body) == expected(100_000)
+        client = server.client()
+        assert client.call("p", {"p": "/x", "d": 1}, timeout=30)["s"] == "ok"
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+    assert server.stderr.count("left during a big read") >= 8, "each reader that left mid-read is dropped with its slices"
