@@ -95,6 +95,12 @@ public final class LWSServer: @unchecked Sendable {
         slices.refuseListen = { id, read, tag, message in
             engine.refusedDeferredListen(ConnectionID(id), read: read, tag: tag, message: message)
         }
+        let engineSteps = steps
+        slices.admit = { [unowned engineSteps] _, read in
+            let refusal = engine.useDeferredReadLimit(read, now: WallClock.nowMilliseconds())
+            engineSteps.run()  // the use is stored as any other
+            return refusal
+        }
         slices.charge = { [unowned table] id, nanoseconds in
             if let connection = table[id], connection.closing == nil {
                 throttle.charge(connection, bytes: 0, endsMessage: false, handlingNanoseconds: nanoseconds)

@@ -3,13 +3,15 @@ passes --slice-reads-over is computed and serialized a slice at a time between o
 messages, then written a piece at a time; the read budget answers 413 with what to do instead;
 a client that leaves mid-read costs nothing more."""
 import json
+import os
 import select
 import socket
+import tempfile
 import time
 
 import requests
 
-from conftest import Server
+from conftest import Server, unsigned_token
 from test_sliced_reads import preload
 from test_streaming import Stream
 
@@ -170,3 +172,30 @@ def test_clients_that_leave_mid_read_free_it_and_others_are_answered():
         assert server.alive(), "the server died"
         server.stop()
     assert server.stderr.count("left during a big read") >= 8, "each reader that left mid-read is dropped with its slices"
+
+
+def test_big_reads_at_a_limited_location_count_one_use_each_once_answered():
+    """At a location a limits file guards, a big `g` or REST `GET` is made in slices too, and its
+    use is counted once its text is known to fit: the third of a limit of 2 is refused."""
+    path = tempfile.NamedTemporaryFile(prefix="limits-", suffix=".json", delete=False).name
+    with open(path, "w") as f:
+        json.dump({"limits": {"readBig": {"location": "big", "tiers": [
+            {"name": "free", "when": "auth != null", "limit": 2, "cooldownSeconds": 120}]}}}, f)
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0", "--limits", path)
+    try:
+        preload(server, "/big", 5_000)  # about 180 KB of JSON: over the 64 KiB threshold
+        alice = server.client()
+        assert alice.call("auth", {"cred": unsigned_token("alice")})["s"] == "ok"
+        replies = [alice.call("g", {"p": "/big", "q": {}}, timeout=30) for _ in range(3)]
+        assert [reply["s"] for reply in replies] == ["ok", "ok", "rate_limited"], [reply["s"] for reply in replies]
+        assert replies[0]["d"] == expected(5_000)
+        base = f"http://{server.host}:{server.port}/big.json"
+        params = {"ns": "demo", "auth": unsigned_token("bob")}
+        answers = [requests.get(base, params=params, timeout=30) for _ in range(3)]
+        assert [answer.status_code for answer in answers] == [200, 200, 429], [answer.text[:200] for answer in answers]
+        assert answers[0].json() == expected(5_000)
+        assert answers[2].headers["Retry-After"] in ("120", "119") and "try again in" in answers[2].json()["error"]
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()
+        os.unlink(path)

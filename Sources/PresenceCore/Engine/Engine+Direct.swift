@@ -20,7 +20,7 @@ extension Engine {
         guard configuration.replication != nil else {
             if let sliced, replicaRefusal(name) == nil,
                let deferred = deferredRead(path, credentials: credentials, in: existingNamespace(name), now: now, query: query,
-                                           filtered: true, form: sliced) {
+                                           filtered: true, form: sliced, countsUseAtEnd: countsAsUse) {
                 return .now(DirectOutcome(deferred))
             }
             return .now(.read(read(path, namespace: name, credentials: credentials, now: now, query: query,

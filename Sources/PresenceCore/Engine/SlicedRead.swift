@@ -16,6 +16,15 @@ public struct DeferredRead: Sendable, Equatable {
     public let refusal: String
     /// How the answer is written.
     public let form: Form
+    /// At a location a limit guards (the limits file): whose use to count once the text is known
+    /// to be within the budget (`Engine.useDeferredReadLimit`); nil elsewhere.
+    public let limitUse: LimitUse?
+
+    /// The reader a guarded read's use is counted for.
+    public struct LimitUse: Sendable, Equatable {
+        public let namespace: String
+        public let credentials: Credentials
+    }
 
     /// The JSON an answer is written as.
     public enum Form: Sendable, Equatable {
@@ -27,7 +36,9 @@ public struct DeferredRead: Sendable, Equatable {
         case shallow
     }
 
-    public init(path: Path, value: Node, spec: QuerySpec, filtered: Bool, budget: Int, refusal: String, form: Form = .export) {
+    public init(path: Path, value: Node, spec: QuerySpec, filtered: Bool, budget: Int, refusal: String, form: Form = .export,
+                limitUse: LimitUse? = nil) {
+        self.limitUse = limitUse
         self.path = path
         self.value = value
         self.spec = spec

@@ -44,7 +44,7 @@ final class HTTPRoute {
         bodies = RequestBodies(limits: .init(maxBodyBytes: configuration.maxMessageBytes, maxPendingBytes: configuration.maxPendingBodyBytes,
                                              timeoutMilliseconds: Int64(configuration.httpTimeoutSeconds) * 1_000,
                                              minBytesPerSecond: Self.minBodyBytesPerSecond))
-        slicedReads = SlicedHTTPReads(engine: engine, slices: slices, responder: responder, table: table, logger: logger,
+        slicedReads = SlicedHTTPReads(engine: engine, slices: slices, responder: responder, table: table, steps: steps, logger: logger,
                                       runtime: runtime)
         deadlineTimer = runtime.makeTimer { [unowned self] in expireBodies() }
         steps.onDirectOutcomes = { [unowned self] outcomes, sequence in deliver(outcomes, after: sequence) }

@@ -14,6 +14,7 @@ final class SlicedHTTPReads {
     private let slices: SlicedReplies
     private let responder: HTTPResponder
     private let table: ConnectionTable
+    private let steps: EngineSteps
     /// Connections whose answer is being made, with the read's id in `SlicedReplies`.
     private var building: [OpaquePointer: UInt64] = [:]
     /// Connections whose client left while their answer was being made: closed at their WRITEABLE.
@@ -23,8 +24,10 @@ final class SlicedHTTPReads {
 
     static let peerCheckMicroseconds: Int64 = 100_000
 
-    init(engine: Engine, slices: SlicedReplies, responder: HTTPResponder, table: ConnectionTable, logger: Logger, runtime: LoopRuntime) {
+    init(engine: Engine, slices: SlicedReplies, responder: HTTPResponder, table: ConnectionTable, steps: EngineSteps, logger: Logger,
+         runtime: LoopRuntime) {
         self.engine = engine
+        self.steps = steps
         self.logger = logger
         self.slices = slices
         self.responder = responder
@@ -44,7 +47,12 @@ final class SlicedHTTPReads {
             building.removeValue(forKey: wsi)
             switch outcome {
             case .success(let text):
-                responder.respond(wsi, json: text, pretty: response.pretty, after: sequence)
+                // At a location a limit guards, the use counts now that the answer is known to fit.
+                if response.read.limitUse != nil, let refusal = engine.useDeferredReadLimit(response.read, now: WallClock.nowMilliseconds()) {
+                    _ = responder.respond(wsi, .refusal(for: refusal), after: steps.run())
+                } else {
+                    responder.respond(wsi, json: text, pretty: response.pretty, after: response.read.limitUse != nil ? steps.run() : sequence)
+                }
             case .failure(let error):
                 var refusal = error
                 if case .tooBig(let message) = error { refusal = engine.refusedDeferredRead(ConnectionID(id), message: message) }
