@@ -16,17 +16,49 @@ from test_sliced_reads import preload
 from test_streaming import Stream
 
 OWNER = {"Authorization": "Bearer owner"}
+EXTRA = []
 
 
 def expected(count):
     return {f"k{i:06d}": {"name": f"user {i}", "score": i % 97} for i in range(count)}
 
 
-def raw_get(server, path):
+def raw_get(server, path, accept=None):
     """Sends a GET on a raw socket (nothing read yet): the socket."""
     sock = socket.create_connection((server.host, server.port), timeout=120)
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer owner\r\n\r\n".encode())
+    extra = f"Accept: {accept}\r\n" if accept else ""
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer owner\r\n{extra}\r\n".encode())
     return sock
+
+
+class RawStream:
+    """An event stream on a raw socket, with what it has received so far."""
+
+    def __init__(self, sock):
+        self.sock, self.pending = sock, b""
+
+
+def stream_events(stream, count, wait):
+    """The first `count` events of a raw event stream, keep-alives aside (fewer if `wait` seconds
+    pass first; 0: only what has arrived): [(name, data)]."""
+    deadline = time.time() + wait
+    while True:
+        _, _, body = stream.pending.partition(b"\r\n\r\n")
+        text = bytearray()
+        while body:  # the chunks received whole (the stream is chunked)
+            size_line, found, rest = body.partition(b"\r\n")
+            if not found or len(rest) < int(size_line, 16) + 2:
+                break
+            text += rest[:int(size_line, 16)]
+            body = rest[int(size_line, 16) + 2:]
+        events = [(lines[0][len("event: "):], lines[1][len("data: "):]) for lines in
+                  (block.split("\n") for block in text.decode().split("\n\n")[:-1]) if lines[0].startswith("event: ") and lines[0] != "event: keep-alive"]
+        if len(events) >= count or time.time() >= deadline and not select.select([stream.sock], [], [], 0)[0]:
+            return events[:count]
+        if select.select([stream.sock], [], [], max(0, min(1, deadline - time.time())))[0]:
+            chunk = stream.sock.recv(1 << 20)
+            assert chunk, "the stream ended"
+            stream.pending += chunk
 
 
 def read_response(sock):
@@ -56,25 +88,35 @@ def dechunk(body):
         body = rest[size + 2:]
 
 
-def test_a_big_get_is_answered_whole_while_a_bystander_keeps_writing():
-    # 300,000 children are about 11 MB of JSON: over the default read budget (8 MiB).
-    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0", "--max-read-bytes", "16777216")
+def test_a_big_get_and_a_streams_first_event_come_whole_while_a_bystander_keeps_writing():
+    # 100,000 children (3.7 MB of JSON; the issue's 300,000 take three times as long to load and read
+    # here, for the same finding).
+    server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0", *EXTRA)
     try:
-        preload(server, "/big", 300_000)
+        preload(server, "/big", 100_000)
         writer, watcher = server.client(), server.client()
-        watcher.listen("/x")
+        assert watcher.listen("/big/k000001/score") == 1
         sock = raw_get(server, "/big.json?ns=demo")
-        time.sleep(0.05)  # the server is at work on the read
-        # Answered at once, the read held the loop until its whole answer was written: the reader
-        # had its response before the writer's first ack. In slices, the bystander's writes are
-        # acknowledged and pushed between slices while nothing of the answer has been sent.
+        stream = RawStream(raw_get(server, "/big.json?ns=demo", accept="text/event-stream"))
+        time.sleep(0.2)  # the server has both requests: their answers are of the data as it was then
+        # Answered at once, each read held the loop until its whole answer was written: the readers
+        # had their answers before the writer's first ack. In slices, the bystander's writes are
+        # acknowledged and pushed between slices while nothing of either answer has been sent.
         for value in range(5):
-            assert writer.call("p", {"p": "/x", "d": value}, timeout=30)["s"] == "ok"
-            assert watcher.push("x") == value
+            assert writer.call("p", {"p": "/big/k000001/score", "d": 1000 + value}, timeout=30)["s"] == "ok"
+            assert watcher.push("big/k000001/score") == 1000 + value
         assert not select.select([sock], [], [], 0)[0], "the big answer was sent before the bystander was served"
+        stream_events(stream, 1, wait=0)  # what has come so far
+        assert b"event: put" not in stream.pending, "the stream's first event was sent before the bystander was served"
         status, headers, body = read_response(sock)
         assert status == 200 and headers["content-length"] == str(len(body)), headers
-        assert json.loads(body) == expected(300_000)
+        assert json.loads(body) == expected(100_000)
+        # The stream's first event is the data it opened on; the writes made meanwhile follow, in order.
+        events = stream_events(stream, 6, wait=120)
+        assert [name for name, _ in events] == ["put"] * 6, [name for name, _ in events]
+        assert json.loads(events[0][1]) == {"path": "/", "data": expected(100_000)}
+        assert [json.loads(data) for _, data in events[1:]] == [{"path": "/k000001/score", "data": 1000 + v} for v in range(5)]
+        stream.sock.close()
     finally:
         assert server.alive(), "the server died"
         server.stop()
