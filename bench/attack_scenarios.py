@@ -378,12 +378,12 @@ def huge_rest(context):
         try:
             with urllib.request.urlopen(urllib.request.Request(base + query, headers=headers), timeout=120) as response:
                 if name == "stream":
-                    line = b""
-                    while not line.startswith(b"data: "):
-                        line = response.readline()
+                    line = b"-"
+                    while line and not line.startswith(b"data: "):
+                        line = response.readline()  # b"": the server ended the stream
                 else:
-                    response.read()
-                status = response.status
+                    line = response.read()
+                status = response.status if line else "ended without its data"
         except urllib.error.HTTPError as error:
             status = error.code
         except OSError as error:
