@@ -98,8 +98,7 @@ public final class LWSServer: @unchecked Sendable {
         let engineSteps = steps
         slices.admit = { [unowned engineSteps] _, read in
             let refusal = engine.useDeferredReadLimit(read, now: WallClock.nowMilliseconds())
-            engineSteps.run()  // the use is stored as any other
-            return refusal
+            return (refusal, engineSteps.run())  // the use is stored as any other; the reply waits for it
         }
         slices.charge = { [unowned table] id, nanoseconds in
             if let connection = table[id], connection.closing == nil {

@@ -63,8 +63,9 @@ final class SlicedReplies {
     /// The same for a listen's data (the engine also drops the listen).
     var refuseListen: ((UInt64, DeferredRead, Int?, String) -> EngineError)?
     /// Counts the use of a read at a location a limit guards once its text is made within the
-    /// budget (`Engine.useDeferredReadLimit`): the limit's refusal, answered instead, or nil.
-    var admit: ((UInt64, DeferredRead) -> EngineError?)?
+    /// budget (`Engine.useDeferredReadLimit`): the limit's refusal, answered instead, or nil; and
+    /// the storage step the answer then waits for (the use made durable).
+    var admit: ((UInt64, DeferredRead) -> (EngineError?, UInt64?))?
     /// Charges loop time spent on a connection's read to its message budget.
     var charge: ((UInt64, UInt64) -> Void)?
 
@@ -158,12 +159,11 @@ final class SlicedReplies {
                 switch (outcome, answer) {
                 case (_, .handOver(let done)):
                     done(outcome)  // its owner writes it (an HTTP body, a stream's event)
-                case (.success, _) where read.read.limitUse != nil:
-                    if let refusal = admit?(id, read.read) {
-                        items[0] = refused(read.read, answer, refusal, waitsFor: waitsFor, for: id)
-                    } else if case .success(let text) = outcome {
-                        items[0] = .framing(Framing(text), answer, waitsFor: waitsFor)
-                    }
+                case (.success(let text), _) where read.read.limitUse != nil:
+                    let (refusal, stored) = admit?(id, read.read) ?? (nil, nil)
+                    let after = [waitsFor, stored].compactMap { $0 }.max()
+                    items[0] = refusal.map { refused(read.read, answer, $0, waitsFor: after, for: id) }
+                        ?? .framing(Framing(text), answer, waitsFor: after)
                 case (.success(let text), _):
                     items[0] = .framing(Framing(text), answer, waitsFor: waitsFor)
                 case (.failure(let error), _):
