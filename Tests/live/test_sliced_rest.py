@@ -241,3 +241,18 @@ def test_big_reads_at_a_limited_location_count_one_use_each_once_answered():
         assert server.alive(), "the server died"
         server.stop()
         os.unlink(path)
+
+
+def test_a_big_event_written_at_once_is_flushed_without_waiting_for_the_keep_alive():
+    # Slicing off, the first event (3.7 MB) is written at once; lws keeps what the socket does not
+    # take, and the stream must stay polled until it is flushed (it waited for the next keep-alive).
+    server = Server("--rules", "open", "--storage", "memory", "--slice-reads-over", "0", "--stream-keep-alive", "120")
+    try:
+        preload(server, "/big", 100_000)
+        stream = RawStream(raw_get(server, "/big.json?ns=demo", accept="text/event-stream"))
+        events = stream_events(stream, 1, wait=60)
+        assert events and json.loads(events[0][1]) == {"path": "/", "data": expected(100_000)}, "the first event did not come"
+        stream.sock.close()
+    finally:
+        assert server.alive(), "the server died"
+        server.stop()

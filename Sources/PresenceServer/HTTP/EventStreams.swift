@@ -169,7 +169,13 @@ final class EventStreams {
         if event.count == front.count { stream.queue.removeFirst() } else { stream.queue[0] = front.dropFirst(event.count) }
         stream.queuedBytes -= event.count
         guard LWSWrite.httpBody(Array(event), final: false, to: wsi) else { return -1 }
-        if !stream.queue.isEmpty || stream.ending { LWSWrite.requestHTTPWriteable(wsi) } else { LWSWrite.pauseHTTP(wsi) }
+        // While lws holds part of the write, polling must stay on to flush it: paused, its rest would
+        // wait for the next event or keep-alive (a big first event written at once: 30 s).
+        if !stream.queue.isEmpty || stream.ending || LWSWrite.isBuffered(wsi) {
+            LWSWrite.requestHTTPWriteable(wsi)
+        } else {
+            LWSWrite.pauseHTTP(wsi)
+        }
         return 0
     }
 
