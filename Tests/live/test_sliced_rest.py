@@ -13,7 +13,6 @@ import requests
 
 from conftest import Server, unsigned_token
 from test_sliced_reads import preload
-from test_streaming import Stream
 
 OWNER = {"Authorization": "Bearer owner"}
 EXTRA = []
@@ -178,17 +177,16 @@ def test_a_streams_big_first_event_comes_whole_and_its_later_events_follow_in_or
     server = Server("--rules", "open", "--storage", "memory", "--max-messages-per-second", "0")
     try:
         preload(server, "/big", 20_000)
-        base = f"http://{server.host}:{server.port}"
-        stream = Stream(f"{base}/big.json", {"ns": "demo"}, headers=OWNER)
+        stream = RawStream(raw_get(server, "/big.json?ns=demo", accept="text/event-stream"))
         writer = server.client()
         for value in range(3):
             assert writer.call("p", {"p": "/big/k000001/score", "d": 1000 + value}, timeout=30)["s"] == "ok"
-        events = stream.wait(4, timeout=60)
+        events = stream_events(stream, 4, wait=60)
         assert [name for name, _ in events] == ["put"] * 4, [name for name, _ in events]
         first = json.loads(events[0][1])
         assert first == {"path": "/", "data": expected(20_000)}
         assert [json.loads(data) for _, data in events[1:]] == [{"path": "/k000001/score", "data": 1000 + v} for v in range(3)]
-        stream.close()
+        stream.sock.close()
     finally:
         assert server.alive(), "the server died"
         server.stop()
