@@ -136,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "presence-server",
             dependencies: [
-                "PresenceServer", "PresenceCore", "PresenceAuth", "PresenceStorage",
+                "PresenceServer", "PresenceCore", "PresenceAuth", "PresenceStorage", "PresenceLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -148,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "presence-client",
             dependencies: [
-                "PresenceClient", "PresenceCore", "PresenceAuth",
+                "PresenceClient", "PresenceCore", "PresenceAuth", "PresenceLoop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

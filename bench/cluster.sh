@@ -56,7 +56,7 @@ run_one() {
     for i in $(seq 1 "$n"); do
         local port; port="$(free_port)"
         (cd "$ROOT" && exec "$BIN/presence-server" --port "$port" --storage redis --redis "127.0.0.1:$redis_port" \
-            --node-id "n$i" --rules bench/rules/presence-bench.rules.json --log-level warning) >"$WORK/node$i.log" 2>&1 &
+            --node-id "n$i" --data-dir "$WORK/node$i" --rules bench/rules/presence-bench.rules.json --log-level warning) >"$WORK/node$i.log" 2>&1 &
         node_pids+=("$!")
         PIDS+=("$!")
         ports+=("$port")

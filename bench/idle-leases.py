@@ -1,7 +1,8 @@
 """Redis commands per second from one idle node that followed N namespaces (docs/scaling.md,
-"Idle leases"): starts its own redis-server and one presence-server, opens a WebSocket client in
-each of N namespaces, closes them, waits WAIT seconds, then reads INFO commandstats deltas over
-SECONDS. Usage: PRESENCE_SERVER=... python3 bench/idle-leases.py N [--release-idle S]"""
+"Idle leases" and "Idle namespaces"): starts its own redis-server and one presence-server, opens a
+WebSocket client in each of N namespaces (with --data, each writes a value there, so the namespace
+holds data), closes them, waits WAIT seconds, then reads INFO commandstats deltas over SECONDS.
+Usage: PRESENCE_SERVER=... python3 bench/idle-leases.py N [--data] [--release-idle S] [server flags]"""
 import os
 import re
 import subprocess
@@ -23,11 +24,15 @@ def commandstats(redis):
 
 def main():
     count = int(sys.argv[1])
+    data = "--data" in sys.argv[2:]
+    flags = [arg for arg in sys.argv[2:] if arg != "--data"]
     redis = Redis()
-    node = Server("--storage", "redis", "--redis", redis.address, "--rules", "open", *sys.argv[2:])
+    node = Server("--storage", "redis", "--redis", redis.address, "--rules", "open", *flags)
     try:
         clients = [node.client(ns=f"idle{i}") for i in range(count)]
-        for client in clients:
+        for i, client in enumerate(clients):
+            if data:
+                assert client.call("p", {"p": "/v", "d": i}, timeout=30)["s"] == "ok"
             client.close()
         time.sleep(WAIT)
         before = commandstats(redis)

@@ -65,16 +65,19 @@ public final class LoopRuntime: @unchecked Sendable {
     private static let signalContext = Atomic<UInt>(0)
 
     public init() throws(Failure) {
-        uvLoop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
-        let result = uv_loop_init(uvLoop)
+        // Fail before every stored property is set: a throw after that runs `deinit`, which would
+        // close and free the loop that failed to open (it did, with too few file descriptors).
+        let loop = UnsafeMutablePointer<uv_loop_t>.allocate(capacity: 1)
+        let result = uv_loop_init(loop)
+        guard result == 0 else {
+            loop.deallocate()
+            throw .loop(String(cString: uv_strerror(result)))
+        }
+        uvLoop = loop
         contextSlot = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: 1)
         contextSlot.initialize(to: nil)
         foreignLoops = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: 1)
         foreignLoops.initialize(to: UnsafeMutableRawPointer(uvLoop))
-        guard result == 0 else {
-            uvLoop.deallocate()
-            throw .loop(String(cString: uv_strerror(result)))
-        }
     }
 
     deinit {

@@ -150,6 +150,9 @@ public final class LWSServer: @unchecked Sendable {
             let address = OperatorAPI.advertisedAddress(host: configuration.host, port: boundPort)
             cluster.directory.status = { [unowned operators] in operators.nodeStatus(address: address) }
             cluster.directory.onKick = { [unowned operators] kick in operators.kickFromCluster(kick) }
+            cluster.refusals.onRefused = { [unowned operators] ns in operators.closeRefused(namespace: ns) }
+            webSocket.isRefused = { [unowned cluster] ns in cluster.refusals.reason(for: ns) != nil }
+            cluster.asking.onAsk = { [unowned operators] ask in operators.answerClusterAsk(ask) }
             cluster.start()
         }
         liveness.start()

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import PresenceClient
+import PresenceLoop
 import Synchronization
 
 /// A lean WebSocket client for the load generator: one thread, one level-triggered epoll set, no
@@ -88,7 +89,7 @@ final class EpollWebSocketClient: FanoutClient, @unchecked Sendable {
         guard epfd >= 0, wakefd >= 0 else { throw StartError.epoll(errno) }
         var ev = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
         guard epoll_ctl(epfd, EPOLL_CTL_ADD, wakefd, &ev) == 0 else { throw StartError.epoll(errno) }
-        raiseFileLimit()
+        FileDescriptorLimit.raiseSoftToHard()
         started = true
         let thread = Thread { [self] in loop() }
         thread.name = "epoll-ws"
@@ -454,12 +455,5 @@ final class EpollWebSocketClient: FanoutClient, @unchecked Sendable {
             default: c.deadline = 0
             }
         }
-    }
-
-    private func raiseFileLimit() {
-        var rl = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0, rl.rlim_cur < rl.rlim_max else { return }
-        rl.rlim_cur = rl.rlim_max
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl)
     }
 }

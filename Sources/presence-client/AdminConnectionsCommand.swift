@@ -4,8 +4,11 @@ import PresenceCore
 struct AdminConnectionsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "connections",
-        abstract: "List live connections, oldest first.",
+        abstract: "List live connections, oldest first (on a cluster: every node's, by node).",
         discussion: """
+            On a cluster (`--storage redis`) the node asked gathers every live node's connections \
+            through Redis; nodes that did not answer in time are named after the table.
+
             Examples:
               presence-client admin connections
               presence-client admin connections --ns demo --uid alice
@@ -31,6 +34,7 @@ struct AdminConnectionsCommand: ParsableCommand {
         var connections: [JSON] = []
         var total: JSON = .null
         var cursor: String?
+        var missing: Set<String> = []
         repeat {
             var query: [(String, String)] = []
             if let uid { query.append(("uid", uid)) }
@@ -45,13 +49,18 @@ struct AdminConnectionsCommand: ParsableCommand {
             connections += items
             total = page["total"] ?? total
             cursor = page["nextCursor"]?.stringValue
+            if case .array(let names)? = page["missing"] { missing.formUnion(names.compactMap(\.stringValue)) }
             if items.isEmpty { cursor = nil }
         } while cursor != nil && connections.count < (limit ?? Int.max)
 
         let console = Console()
         if options.json {
-            console.line(JSONWriter.string(.object([("connections", .array(connections)), ("total", total)])))
+            console.line(JSONWriter.string(.object([("connections", .array(connections)), ("total", total),
+                                                    ("missing", .array(missing.sorted().map { .string($0) }))])))
             return
+        }
+        defer {
+            if !missing.isEmpty { console.line("not listed (did not answer in time): \(missing.sorted().joined(separator: ", "))") }
         }
         if connections.isEmpty {
             console.line(uid != nil || ns != nil ? "no connections match" : "no connections")

@@ -6,9 +6,10 @@ struct AdminKickCommand: ParsableCommand {
         commandName: "kick",
         abstract: "Close a connection (WebSocket close code 4002); its onDisconnect ops run as for any disconnect.",
         discussion: """
-            Find session ids with `presence-client admin connections`. An unknown session exits 3 on a single node; \
-            on a cluster (`--storage redis`) a session this node does not hold is forwarded to every node through Redis \
-            (HTTP 202), and the node that holds it closes it within a beat (`--node-beat`, 1 s).
+            Find session ids with `presence-client admin connections`. An unknown session exits 3. On a cluster \
+            (`--storage redis`) a session this node does not hold is asked of every live node through Redis: the node \
+            that holds it closes it and the kick says which node that was; if some nodes did not answer in time \
+            (HTTP 202) they are named, and they still close it when they read the kick.
 
             Examples:
               presence-client admin kick 4f9a1c2e
@@ -37,7 +38,11 @@ struct AdminKickCommand: ParsableCommand {
         if options.json {
             console.line(JSONWriter.string(reply))
         } else if reply["forwarded"] == .bool(true) {
-            console.line("\(session) is not on this node: the kick was forwarded through Redis; the node that holds it closes it at its next beat")
+            var missing = ""
+            if case .array(let names)? = reply["missing"] { missing = names.compactMap(\.stringValue).joined(separator: ", ") }
+            console.line("\(session) is on no node that answered; forwarded to the nodes that did not answer in time (\(missing)): they close it when they read the kick")
+        } else if let node = reply["node"]?.stringValue {
+            console.line("closed \(session) on node \(node)")
         } else {
             console.line("closed \(session)")
         }

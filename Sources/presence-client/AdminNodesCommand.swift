@@ -4,7 +4,7 @@ import PresenceCore
 struct AdminNodesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nodes",
-        abstract: "List the cluster's nodes (--storage redis): address, connections, lag, last heartbeat.",
+        abstract: "List the cluster's nodes (--storage redis): address, connections, lag, last heartbeat, refused namespaces.",
         discussion: """
             The list is the one the asked node read from Redis at its last beat (at most --node-beat old). \
             A node that stopped beating shows `silent` once its beat is older than the lease, and leaves the list \
@@ -41,6 +41,13 @@ struct AdminNodesCommand: ParsableCommand {
         }
         for line in AdminFormat.table(["NODE", "STATE", "ADDRESS", "CONNECTIONS", "LAG", "LAST BEAT"], rows, right: [3, 4, 5]) {
             console.line(line)
+        }
+        // Namespaces a node refuses because Redis lost their history (docs/scaling.md, "Redis back empty").
+        for n in nodes {
+            guard case .object(let refused)? = n["refused"] else { continue }
+            for (ns, reason) in refused {
+                console.line("\(n["id"]?.stringValue ?? "?") refuses namespace \(ns): \(reason.stringValue ?? "?")")
+            }
         }
         console.line("")
         console.line("\(nodes.count) node\(nodes.count == 1 ? "" : "s") on Redis \(reply["redis"]?.stringValue ?? "?") (* = the node asked)")

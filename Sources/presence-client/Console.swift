@@ -1,6 +1,7 @@
 import Foundation
 import PresenceClient
 import PresenceCore
+import PresenceLoop
 import Synchronization
 
 /// Line output: flushed at once (pipes included), colour only on a terminal without NO_COLOR.
@@ -84,7 +85,17 @@ final class Session: @unchecked Sendable {
     /// Service thread only.
     private var signalHandler: (Session, Int32) -> Void = { _, _ in }
 
+    /// Measured: the client connects with 13 and aborts, crashes or hangs below; 16 leaves room.
+    static let minimumFileDescriptors: UInt64 = 16
+
     init(configuration: ClientConfiguration) {
+        // Before the runtime exists: libuv aborts the process when its loop cannot open its fds.
+        if let shortfall = FileDescriptorLimit.shortfall(
+            minimum: Self.minimumFileDescriptors, program: "presence-client",
+            needs: "its event loop, its wake-ups and the connection") {
+            console.error(shortfall)
+            exit(Exit.connection)
+        }
         let relay = SignalRelay()
         self.relay = relay
         runtime = ClientRuntime(configuration: configuration, connectTimeoutSeconds: 10,

@@ -26,7 +26,7 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: seconds to connect to Redis and for each command.")
     var redisTimeout = 2.0
 
-    @Option(help: "--storage redis: seconds a namespace this node no longer follows, and holds no sessions of, keeps its lease before the node releases it (stops beating there).")
+    @Option(help: "--storage redis: seconds a namespace is kept once nothing on this node uses it: one that holds data stays followed (in memory) this long, then is dropped and reloaded when a client comes back; once not followed, its lease is kept this long before the node releases it (stops beating there).")
     var releaseIdle = 30.0
 
     @Option(help: "--storage redis: seconds between snapshots of a namespace's replica (one node writes each; the log is trimmed behind it).")
@@ -41,7 +41,7 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: "--storage redis: namespaces (comma-separated) to load at start, from the newest snapshot and the log after it; /readyz answers 503 until each has caught up. Others load when a client first names them.")
     var preload = ""
 
-    @Option(help: "--storage redis: a file where this node remembers the history (log epoch) of every namespace it served; a node that finds Redis without that history (Redis lost its data) refuses to serve the namespace instead of starting it empty. Recommended in production.")
+    @Option(help: "--storage redis: the file where this node remembers the history (log epoch) of every namespace it served; a node that finds Redis without that history (Redis lost its data) refuses to serve the namespace instead of starting it empty. Default: --data-dir/cluster-state-<node id>.json (one file per node id); a node that cannot write it does not start. 'none' forgets (unsafe: after Redis loses its data, the node would serve the namespace empty, a silent rollback).")
     var clusterState: String?
 
     static let flagNames = ["redis", "node-id", "node-lease", "node-beat", "fence-after", "redis-timeout",
@@ -56,20 +56,35 @@ struct ClusterOptions: ParsableArguments {
         return port == 0 ? "\(host):pid\(getpid())" : "\(host):\(port)"
     }
 
-    func settings(port: Int, disconnectGrace: Double) throws(ClusterSettings.Invalid) -> ClusterSettings {
+    /// `--cluster-state` as given, the default file in `dataDir` for this node's name, or nil for `none`.
+    func clusterStatePath(port: Int, dataDir: String) throws(ClusterSettings.Invalid) -> String? {
+        if clusterState == ClusterStateFile.disabled { return nil }
+        if let clusterState { return clusterState }
+        do {
+            return try ClusterStateFile.defaultPath(dataDirectory: dataDir, nodeName: nodeName(port: port))
+        } catch {
+            throw .clusterState(error.description)
+        }
+    }
+
+    func settings(port: Int, disconnectGrace: Double, dataDir: String) throws(ClusterSettings.Invalid) -> ClusterSettings {
         try ClusterSettings(redis: redis, nodeName: nodeName(port: port), leaseSeconds: nodeLease, fenceAfterSeconds: fenceAfter,
                             beatSeconds: nodeBeat, redisTimeoutSeconds: redisTimeout, releaseIdleSeconds: releaseIdle,
                             graceMilliseconds: Int64((disconnectGrace * 1000).rounded()),
                             snapshotEverySeconds: snapshotEvery, snapshotEntries: snapshotEntries, logKeepSeconds: logKeep,
                             preload: preload.split(separator: ",").map(String.init).filter { !$0.isEmpty },
-                            clusterStatePath: clusterState)
+                            clusterStatePath: clusterStatePath(port: port, dataDir: dataDir))
     }
 
-    func effectiveConfiguration() -> [(String, JSON)] {
-        [("redis", .string(redis)), ("node-id", nodeID.map { .string($0) } ?? .null), ("node-lease", .number(nodeLease)),
-         ("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout)),
-         ("snapshot-every", .number(snapshotEvery)), ("snapshot-entries", .number(Double(snapshotEntries))),
-         ("release-idle", .number(releaseIdle)), ("log-keep", .number(logKeep)), ("preload", .string(preload)),
-         ("cluster-state", clusterState.map { .string($0) } ?? .null)]
+    func effectiveConfiguration(port: Int, dataDir: String) -> [(String, JSON)] {
+        let state: String? = (try? clusterStatePath(port: port, dataDir: dataDir)).map { $0 ?? ClusterStateFile.disabled } ?? clusterState
+        let stateJSON: JSON = state.map { JSON.string($0) } ?? .null
+        let nodeJSON: JSON = nodeID.map { JSON.string($0) } ?? .null
+        var fields: [(String, JSON)] = [("redis", .string(redis)), ("node-id", nodeJSON), ("node-lease", .number(nodeLease))]
+        fields += [("node-beat", .number(nodeBeat)), ("fence-after", .number(fenceAfter)), ("redis-timeout", .number(redisTimeout))]
+        fields += [("snapshot-every", .number(snapshotEvery)), ("snapshot-entries", .number(Double(snapshotEntries)))]
+        fields += [("release-idle", .number(releaseIdle)), ("log-keep", .number(logKeep)), ("preload", .string(preload))]
+        fields.append(("cluster-state", stateJSON))
+        return fields
     }
 }

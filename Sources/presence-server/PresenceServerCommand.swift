@@ -5,6 +5,7 @@ import Metrics
 import Prometheus
 import PresenceAuth
 import PresenceCore
+import PresenceLoop
 import PresenceServer
 import PresenceStorage
 
@@ -28,7 +29,7 @@ struct PresenceServerCommand: ParsableCommand {
               presence-server rules check rules/presence.rules.json
               kill -HUP <pid>                                   # reload the rules file
             """,
-        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self]
+        subcommands: [RulesCommand.self, LimitsCommand.self, ExportCommand.self, ImportCommand.self, RedisSeedCommand.self]
     )
 
     @Option(help: "Address to listen on.")
@@ -100,7 +101,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Seconds between keep-alive events on REST streams (text/event-stream).")
     var streamKeepAlive = 30
 
-    @Option(help: "Directory of the durable database (presence.sqlite); created if missing.")
+    @Option(help: "Directory of the durable database (presence.sqlite), and with --storage redis of the node's --cluster-state file; created if missing.")
     var dataDir = "data"
 
     @Option(help: "Storage engine: 'sqlite' (durable, in --data-dir), 'memory' (nothing survives a restart; tests only), or 'redis' (one node of a cluster on --redis; docs/scaling.md).")
@@ -247,7 +248,7 @@ struct PresenceServerCommand: ParsableCommand {
     }
 
     func clusterSettings() throws(ClusterSettings.Invalid) -> ClusterSettings {
-        try cluster.settings(port: port, disconnectGrace: disconnectGrace)
+        try cluster.settings(port: port, disconnectGrace: disconnectGrace, dataDir: dataDir)
     }
 
     static func openStorage(dataDir: String, durability: String) throws -> SQLiteStorage {
@@ -298,8 +299,12 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
             ("slice-reads-over", .number(Double(sliceReadsOver))),
             ("log-level", .string(logLevel)),
-        ] + cluster.effectiveConfiguration())
+        ] + cluster.effectiveConfiguration(port: port, dataDir: dataDir))
     }
+
+    /// Measured: the server starts with 16 (SQLite, no Redis) and aborts or cannot listen below;
+    /// 32 leaves room for Redis's two connections and a few clients.
+    static let minimumFileDescriptors: UInt64 = 32
 
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host.hasPrefix("127.") || host == "::1"
@@ -317,6 +322,14 @@ struct PresenceServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "presence-server")
+        // Each connection is a descriptor: take what the hard limit allows, and refuse to start
+        // below what the loop, storage and listening socket need (libuv and lws abort there).
+        if let shortfall = FileDescriptorLimit.shortfall(
+            minimum: Self.minimumFileDescriptors, program: "presence-server",
+            needs: "its event loop, storage files, listening socket and a few connections; one more per connection") {
+            logger.critical("\(shortfall)")
+            throw ExitCode(1)
+        }
         let metricsRegistry = PrometheusCollectorRegistry()
         var metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
         // Latencies here are mostly well under a millisecond: buckets from 100 µs.
@@ -375,8 +388,8 @@ struct PresenceServerCommand: ParsableCommand {
                 logger.critical("\(error)")
                 throw ExitCode(1)
             }
-            if let failure = settings.probe() {
-                logger.critical("cannot reach Redis at \(settings.redisAddress): \(failure). Start redis-server there, or fix --redis")
+            if let failure = settings.prepareClusterState() {
+                logger.critical("\(failure): a cluster node must remember the histories it serves. Fix the directory, or give --data-dir or --cluster-state FILE (--cluster-state none is unsafe)")
                 throw ExitCode(1)
             }
             clusterSettings = settings
@@ -389,7 +402,10 @@ struct PresenceServerCommand: ParsableCommand {
                 onlineIndex: onlineLocation.isEmpty ? nil
                     : try? OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation),
                 limits: engineLimits,
-                replication: clusterSettings.map { ReplicationConfiguration(node: $0.nodeID) }),
+                replication: clusterSettings.map {
+                    // --release-idle: an unused namespace with data is let go after it, then its lease.
+                    ReplicationConfiguration(node: $0.nodeID, unfollowIdleMilliseconds: Int64((cluster.releaseIdle * 1000).rounded()))
+                }),
             verifier: verifier,
             policy: policy,
             makeSessionID: PresenceServer.makeSessionID

@@ -58,16 +58,20 @@ def unsigned_token(uid, **claims):
 
 
 class Server:
-    def __init__(self, *args, data_dir=None):
-        # Each server gets its own data directory unless the test names one (or memory storage).
-        if data_dir is None and "--data-dir" not in args and "--storage" not in args:
+    def __init__(self, *args, data_dir=None, preexec_fn=None):
+        # Each server gets its own data directory unless the test names one (or memory storage):
+        # a cluster node keeps its --cluster-state file there, which must not carry over from
+        # another test's Redis.
+        storage = args[args.index("--storage") + 1] if "--storage" in args[:-1] else "sqlite"
+        if data_dir is None and "--data-dir" not in args and storage != "memory":
             data_dir = tempfile.mkdtemp(prefix="presence-test-")
         self.data_dir = data_dir
         extra = ["--data-dir", data_dir] if data_dir and "--data-dir" not in args else []
         self.args = [SERVER, "--port", "0", *extra, *args]
         # The log goes to a file: a pipe nobody reads would fill up and stall the server.
         self.log = tempfile.NamedTemporaryFile(prefix="presence-server-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     preexec_fn=preexec_fn)
         line = self.proc.stdout.readline()
         match = re.search(r"listening on ([\d.]+):(\d+)", line)
         if not match:

@@ -175,13 +175,6 @@ def test_a_killed_nodes_users_go_offline_on_the_survivors(cluster):
     assert a.alive() and c.alive()
 
 
-def test_a_node_refuses_to_start_when_redis_is_unreachable():
-    port = free_port()
-    with pytest.raises(RuntimeError) as failure:
-        Server("--storage", "redis", "--redis", f"127.0.0.1:{port}", "--redis-timeout", "1")
-    assert "cannot reach Redis" in str(failure.value)
-
-
 def test_a_user_who_returns_to_another_node_after_a_kill_never_shows_offline(cluster):
     a, b, c = cluster
     dave, (on_a,) = online_and_watched(b, "dave", (a,))

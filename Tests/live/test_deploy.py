@@ -228,7 +228,7 @@ def test_cluster_unit_template_runs_one_node_per_port():
     assert "--node-id %H-%i" in exec_start  # stable across restarts: a restart replaces its incarnation
     assert "--secret-file %d/hs256-secret" in exec_start and "--admin-token-file %d/admin-token" in exec_start
     assert re.search(r"(?m)^Restart=on-failure$", text), "a fenced node (exit 75) must be restarted"
-    # ... however long Redis stays unreachable (a node refuses to start without it)
+    # ... however often it fences (a node that lost Redis for longer than --fence-after exits 75)
     assert re.search(r"(?m)^StartLimitIntervalSec=0$", text)
     assert re.search(r"(?m)^StateDirectory=presence-%i$", text)
     assert "--cluster-state ${STATE_DIRECTORY}/cluster-state.json" in " ".join(
@@ -300,6 +300,6 @@ def test_nginx_cluster_balancer_upgrades_websockets_and_keeps_the_host():
     assert "proxy_http_version 1.1;" in text and "least_conn;" in text
     assert re.search(r"proxy_set_header\s+Upgrade\s+\$http_upgrade;", text)
     assert re.search(r"proxy_set_header\s+Connection\s+\$connection_upgrade;", text)
-    assert re.search(r"proxy_set_header\s+Host\s+\$host;", text), "the hello's h must stay the balancer's host"
+    assert re.search(r"proxy_set_header\s+Host\s+\$http_host;", text), "the hello's h must stay the balancer's host and port"
     assert re.search(r"location\s+/\.ws\s*\{[^}]*proxy_pass http://presence_nodes;", text)
     assert "proxy_next_upstream" in text

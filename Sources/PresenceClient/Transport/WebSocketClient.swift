@@ -78,7 +78,7 @@ public final class WebSocketClient: @unchecked Sendable {
     /// Creates the lws context on a new service thread and returns once it runs.
     public func start() throws(WebSocketClientError) {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStarted }
-        if configuration.raiseFileLimit { Self.raiseFileLimit() }
+        if configuration.raiseFileLimit { FileDescriptorLimit.raiseSoftToHard() }
         try runtime.startThread(name: "lws-client") { [self] () throws(WebSocketClientError) in
             try createContext()
         } finished: { [self] in
@@ -266,19 +266,6 @@ public final class WebSocketClient: @unchecked Sendable {
         guard !isStopping else { return }
         handler(self, .tick(nowMicros: monotonicMicros()))
         if !isStopping { tickTimer?.schedule(afterMicroseconds: Int64(configuration.tickIntervalMicroseconds)) }
-    }
-
-    static func raiseFileLimit() {
-        var limit = rlimit()
-        #if os(Linux)
-        let resource = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        if getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max
-            _ = setrlimit(resource, &limit)
-        }
     }
 }
 

@@ -20,7 +20,8 @@ public enum CloseCode: Int, Sendable, CaseIterable {
     case policyViolation = 1008
     /// A message (or count-prefixed series of pieces) over `--max-message-bytes`.
     case messageTooBig = 1009
-    /// The server failed (not sent today; listed for clients decoding it).
+    /// The server cannot serve the connection's namespace now: a cluster node whose Redis lost
+    /// that namespace's history (the SDKs reconnect with backoff).
     case internalError = 1011
     /// A newer connection of the same client (`ls` names this session) replaced it.
     case replaced = 4001

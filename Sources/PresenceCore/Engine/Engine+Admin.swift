@@ -43,18 +43,39 @@ extension Engine {
     }
 
     public func connectionSnapshots() -> [ConnectionSnapshot] {
-        connections.values.map { connection in
-            let auth: String = switch connection.credentials {
-            case .admin: "admin"
-            case .unauthenticated: "anonymous"
-            case .user: "user"
-            }
-            return ConnectionSnapshot(
-                id: connection.id, session: connection.sessionID, namespace: connection.namespace,
-                uid: connection.credentials.uid, auth: auth, sdk: connection.sdk,
-                listeners: connection.listens.count, onDisconnectOps: connection.onDisconnect.count,
-                isStream: connection.sessionID.hasPrefix("stream-"))
+        connections.values.map(snapshot)
+    }
+
+    /// The ids of the connections (REST streams excluded) with this uid and in this namespace (nil:
+    /// any), unordered. Builds no snapshot: a page of a listing of 100,000 connections snapshots
+    /// only its own rows (`connectionSnapshot`).
+    public func connectionIDs(uid: String?, namespace: String?) -> [ConnectionID] {
+        var ids: [ConnectionID] = []
+        ids.reserveCapacity(uid == nil && namespace == nil ? connections.count : 0)
+        for (id, connection) in connections {
+            if let uid, connection.credentials.uid != uid { continue }
+            if let namespace, connection.namespace != namespace { continue }
+            if connection.sessionID.hasPrefix("stream-") { continue }
+            ids.append(id)
         }
+        return ids
+    }
+
+    public func connectionSnapshot(_ id: ConnectionID) -> ConnectionSnapshot? {
+        connections[id].map(snapshot)
+    }
+
+    private func snapshot(_ connection: Connection) -> ConnectionSnapshot {
+        let auth: String = switch connection.credentials {
+        case .admin: "admin"
+        case .unauthenticated: "anonymous"
+        case .user: "user"
+        }
+        return ConnectionSnapshot(
+            id: connection.id, session: connection.sessionID, namespace: connection.namespace,
+            uid: connection.credentials.uid, auth: auth, sdk: connection.sdk,
+            listeners: connection.listens.count, onDisconnectOps: connection.onDisconnect.count,
+            isStream: connection.sessionID.hasPrefix("stream-"))
     }
 
     public func heldSnapshots() -> [HeldSnapshot] {

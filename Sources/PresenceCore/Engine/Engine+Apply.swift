@@ -65,7 +65,7 @@ extension Engine {
         switch entry.kind {
         case .write:
             written = commitWrite(writes, in: ns, identity: entry.identity, label: step?.label ?? "replicated",
-                                  recordingWritten: true, writtenBy: entry.session)
+                                  recordingWritten: true, writtenBy: entry.session, now: now)
         case .runHeld(let session):
             if !writes.isEmpty {
                 written = commit(writes, in: ns, recordingWritten: true)
@@ -125,6 +125,8 @@ extension Engine {
         let waiting = pipelines.filter { $0.value.blocker == .loading && connections[$0.key]?.namespace == name }.keys.sorted()
         for id in waiting { unblock(id, now: now) }
         runWaitingDirect(namespace: name, now: now)
+        // Loaded for nothing that stays (a preload, a client gone meanwhile): idle from now.
+        if let ns = namespaces[name], ns.holdsData, isUnused(ns) { noteIdleReplica(ns, now: now) }
     }
 
     /// The last revision applied to a namespace's replica (nil: not followed).

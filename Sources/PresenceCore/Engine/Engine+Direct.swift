@@ -129,6 +129,7 @@ extension Engine {
             finishDirect(ticket, namespace: name, request, .rulesDocument(rules(namespace: name)), now: now)
         case .resetLimit(let key):
             proposal?.limitChanges = [LogEntry.LimitUsageChange(limit: key.limit, uid: key.uid, usage: nil)]
+            direct.resetHadUsage[ticket] = limitUsage[key] != nil
             if let refusal = propose(.limitUsage, writes: [], in: ns, identity: nil, label: "reset") {
                 finishDirect(ticket, namespace: name, request, .reset(.failure(refusal)), now: now)
             }
@@ -145,7 +146,7 @@ extension Engine {
         case .rules:
             finishDirect(ticket, namespace: name, request, .rules(.success(())), now: now)
         case .resetLimit:
-            finishDirect(ticket, namespace: name, request, .reset(.success(())), now: now)
+            finishDirect(ticket, namespace: name, request, .reset(.success(direct.resetHadUsage[ticket] ?? false)), now: now)
         case .read, .stream, .rulesDocument:
             break
         }
@@ -172,7 +173,8 @@ extension Engine {
         // A stream that will not open leaves the engine (its connection kept the namespace).
         if case .stream(let id, _, _, _) = request, case .stream(.failure) = outcome { disconnect(id, now: now) }
         direct.outcomes.append((ticket, outcome))
-        if let ns = namespaces[name] { releaseIfIdle(ns) }
+        direct.resetHadUsage[ticket] = nil
+        if let ns = namespaces[name] { releaseIfIdle(ns, now: now) }
     }
 
     /// Inside `run`: the current request created a step (it waits for the log).
@@ -202,7 +204,7 @@ extension Engine {
             namespaces[name]?.replica?.pendingSteps -= 1
             run(.direct(entry.ticket, namespace: name, entry.request), attempt: 0, now: now)
         }
-        if let ns = namespaces[name] { releaseIfIdle(ns) }
+        if let ns = namespaces[name] { releaseIfIdle(ns, now: now) }
     }
 
     /// Requests that waited too long for their namespace are answered `unavailable`.

@@ -14,11 +14,11 @@ extension Engine {
     }
 
     /// Held ops of a session are dropped: its client came back in time.
-    func cancelHeld(session: String) {
+    func cancelHeld(session: String, now: Int64?) {
         guard let entry = held.removeValue(forKey: session) else { return }
         record(.removeSession(sessionID: session))
         storeSession(.drop, session: session, namespace: entry.namespace)
-        if let ns = namespaces[entry.namespace] { releaseIfIdle(ns) }
+        if let ns = namespaces[entry.namespace] { releaseIfIdle(ns, now: now) }
     }
 
     /// A write by `credentials` supersedes that identity's held ops at or below the written paths:
@@ -26,7 +26,7 @@ extension Engine {
     /// write supersedes the ops of the node it belongs to.) The queue is edited in place and only
     /// the cancel is journalled for a large one. `except`: the session that made the write, which it
     /// never supersedes (replicated, its last writes may apply after it ended, on any node).
-    func supersedeHeld(by paths: [Path], identity: String, namespace: String, except writer: String? = nil) {
+    func supersedeHeld(by paths: [Path], identity: String, namespace: String, except writer: String? = nil, now: Int64?) {
         guard !held.isEmpty else { return }
         let covered = paths.map { $0.last == ".priority" ? ($0.parent ?? $0) : $0 }
         for session in held.sessions(of: identity) {
@@ -42,7 +42,7 @@ extension Engine {
             }
             guard let edit, !cancelled.isEmpty else { continue }
             if edit.empty {
-                cancelHeld(session: session)
+                cancelHeld(session: session, now: now)
                 continue
             }
             if edit.indexed && !edit.fullRecordDue {
@@ -67,7 +67,7 @@ extension Engine {
             let ns = namespace(entry.namespace)
             runOnDisconnect(entry.queue, in: ns, timestamp: entry.disconnectedAt, now: now)
             record(.removeSession(sessionID: entry.sessionID))
-            releaseIfIdle(ns)
+            releaseIfIdle(ns, now: now)
         }
         return held.nextRunAt()
     }

@@ -25,21 +25,31 @@ extension Engine {
     }
 
     /// Forgets one user's usage of a limit (an operator's support action): the count is 0 and any
-    /// cooldown ends now. Returns false when nothing was stored. Replicated, the reset goes through
-    /// the log (a `limitUsage` entry) and holds on every node once it commits; the answer (whether
-    /// this node had usage stored) does not wait for it.
+    /// cooldown ends now. Returns false when nothing was stored here. Replicated, the reset goes
+    /// through the log and holds once it commits (`submitLimitReset` says when).
     @discardableResult
     public func resetLimitUsage(_ key: LimitUsageKey, now: Int64) -> Bool {
         let stored = limitUsage[key] != nil
+        _ = submitLimitReset(key, now: now)
+        return stored
+    }
+
+    /// `resetLimitUsage` with one API for both modes: a single node resets now (`.now`);
+    /// replicated, the reset is a `limitUsage` entry that forgets the usage on every node at its
+    /// revision, and the outcome (`.reset`) comes once it has committed on this node, so a read
+    /// here right after the answer sees the reset (or `unavailable` when it could not be ordered).
+    public func submitLimitReset(_ key: LimitUsageKey, now: Int64) -> DirectAnswer {
+        let answer: DirectAnswer
         if configuration.replication != nil {
-            _ = submit(.resetLimit(key), namespace: key.namespace, now: now)
+            answer = submit(.resetLimit(key), namespace: key.namespace, now: now)
         } else {
-            guard stored else { return false }
+            guard limitUsage[key] != nil else { return .now(.reset(.success(false))) }
             store(.unused, for: key)
+            answer = .now(.reset(.success(true)))
         }
         limitEvents.append(LimitEvent(at: now, namespace: key.namespace, limit: key.limit, tier: nil, uid: key.uid,
                                       outcome: .resetByOperator, currentUsage: 0, remainingCooldownMilliseconds: 0))
-        return stored
+        return answer
     }
 
     /// The standing of `credentials` on the limit `name`, without using it (nil: no such limit).

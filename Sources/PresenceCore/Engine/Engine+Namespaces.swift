@@ -32,12 +32,13 @@ extension Engine {
         if namespacesHoldingData < configuration.limits.maxNamespaces { namespaceCapLogged = false }
     }
 
-    /// Forgets `ns` when nothing keeps it in memory.
-    func releaseIfIdle(_ ns: Namespace) {
-        guard ns.connectionCount == 0, !ns.holdsData, ns.listeners.count == 0, held.count(inNamespace: ns.name) == 0,
-              (ns.replica?.pendingSteps ?? 0) == 0, namespaces[ns.name] === ns else { return }
-        namespaces.removeValue(forKey: ns.name)
-        if ns.replica != nil { clusterEffects.append(.unfollow(namespace: ns.name)) }
+    /// Forgets `ns` when nothing keeps it in memory. Replicated, a namespace that holds data is
+    /// forgotten too once it stays unused for a while (`Engine+IdleReplicas`), counted from `now`
+    /// (nil: from the last time a use of it ended with a time at hand).
+    func releaseIfIdle(_ ns: Namespace, now: Int64?) {
+        guard isUnused(ns), namespaces[ns.name] === ns else { return }
+        guard ns.holdsData else { return forget(ns) }
+        if let now { noteIdleReplica(ns, now: now) }
     }
 
     /// The refusal for giving data to one more namespace past the cap, or nil. Logged once each

@@ -143,7 +143,7 @@ extension Engine {
         namespaces[step.namespace]?.replica?.pendingSteps -= 1
         defer {
             for id in step.waiting where pipelines[id]?.blocker == .step(serial) { unblock(id, now: now) }
-            if let ns = namespaces[step.namespace] { releaseIfIdle(ns) }
+            if let ns = namespaces[step.namespace] { releaseIfIdle(ns, now: now) }
         }
         if case let .heldRun(_, session) = step.requester { return resolveRun(session, serial: serial, outcome, now: now) }
         // A connection that is gone gets no answer, and its write is not evaluated again: the

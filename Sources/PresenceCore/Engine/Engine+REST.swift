@@ -38,7 +38,7 @@ extension Engine {
         // Replicated, a write goes through the log: `submitWrite` answers it when it committed.
         if configuration.replication != nil { return .failure(.unavailable("a replicated node answers REST writes through submitWrite")) }
         let ns = namespace(name)
-        defer { releaseIfIdle(ns) }
+        defer { releaseIfIdle(ns, now: now) }
         // A single node commits at once: there is always a result.
         return checkedWrite(operation, at: path, in: ns, credentials: credentials, now: now, ifMatch: ifMatch)
             ?? .failure(.unavailable("the write was proposed"))
@@ -87,7 +87,7 @@ extension Engine {
         switch streamFirstMessage(path, credentials: credentials, in: ns, now: now, query: query) {
         case .success(let message): first = message
         case .failure(let error):
-            releaseIfIdle(ns)
+            releaseIfIdle(ns, now: now)
             return .failure(error)
         }
         let connection = Connection(id: id, namespace: name, sessionID: "stream-\(id.raw)")

@@ -175,7 +175,7 @@ extension Engine {
     public func useDeferredReadLimit(_ read: DeferredRead, now: Int64) -> EngineError? {
         guard let use = read.limitUse else { return nil }
         let ns = namespace(use.namespace)
-        defer { releaseIfIdle(ns) }
+        defer { releaseIfIdle(ns, now: now) }
         return useReadLimit(at: read.path, credentials: use.credentials, in: ns, now: now)
     }
 

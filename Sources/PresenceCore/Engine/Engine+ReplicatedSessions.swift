@@ -34,13 +34,13 @@ extension Engine {
         let writes = checkedOnDisconnectWrites(entry.queue, in: ns, timestamp: entry.disconnectedAt, now: now)
         guard !writes.isEmpty else {
             // No op passes its rules: nothing to order.
-            cancelHeld(session: session)
+            cancelHeld(session: session, now: now)
             return
         }
         if let refusal = propose(.runHeld(session: session), writes: writes, in: ns, identity: entry.identity,
                                  claim: .own(session), label: "ondisconnect") {
             notices.append("held ops of session \(session) cannot be proposed (\(refusal)); they are dropped")
-            cancelHeld(session: session)
+            cancelHeld(session: session, now: now)
             return
         }
         entry.running = proposal?.step
@@ -63,7 +63,7 @@ extension Engine {
         case .notOwner:
             // The session moved (or its record was dropped): its ops are not ours to run.
             held.removeValue(forKey: session)
-            if let ns = namespaces[entry.namespace] { releaseIfIdle(ns) }
+            if let ns = namespaces[entry.namespace] { releaseIfIdle(ns, now: now) }
         }
     }
 
@@ -85,7 +85,7 @@ extension Engine {
         recentRuns.note(session, at: now)
         guard held.removeValue(forKey: session) != nil else { return }
         storeSession(.drop, session: session, namespace: ns.name)
-        releaseIfIdle(ns)
+        releaseIfIdle(ns, now: now)
     }
 
     /// A `takeover` entry names this node as the session's previous owner: its connection (if still
@@ -96,7 +96,7 @@ extension Engine {
             connection.onDisconnect = OnDisconnectQueue()
             disconnect(id, now: now)
         }
-        if held.removeValue(forKey: session) != nil { releaseIfIdle(ns) }
+        if held.removeValue(forKey: session) != nil { releaseIfIdle(ns, now: now) }
     }
 
     /// `open` with `ls` naming a session this node does not have: ask the store to move it here.
@@ -121,7 +121,7 @@ extension Engine {
         guard adoptHeld(stored, now: now), let waiter, let connection = connections[waiter],
               connection.resumedSession == session else { return }
         if stored.identity == Credentials.unauthenticated.identity || stored.identity == connection.credentials.identity {
-            cancelHeld(session: session)
+            cancelHeld(session: session, now: now)
         }
     }
 

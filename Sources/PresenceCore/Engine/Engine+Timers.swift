@@ -23,6 +23,7 @@ extension Engine {
         earliestDeadline = nil
         if let next = runDueHeldOps(now: now) { scheduleDeadline(next) }
         expireDirectWaits(now: now)
+        if let next = unfollowIdleReplicas(now: now) { scheduleDeadline(next) }
         // No token can have expired before the earliest expiry scheduled (it may be stale-early).
         guard let expiry = nextTokenExpiry else { return }
         guard expiry <= now else {

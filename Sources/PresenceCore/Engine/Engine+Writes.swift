@@ -132,10 +132,10 @@ extension Engine {
     /// it when the write is checked; replicated, every node calls it at the write's revision.
     @discardableResult
     func commitWrite(_ writes: [(Path, Node)], in ns: Namespace, identity: String?, label: String,
-                     recordingWritten: Bool = false, writtenBy session: String? = nil) -> [WrittenPath] {
+                     recordingWritten: Bool = false, writtenBy session: String? = nil, now: Int64? = nil) -> [WrittenPath] {
         let written = commit(writes, in: ns, recordingWritten: recordingWritten)
         counters.writes[label, default: 0] += 1
-        if let identity { supersedeHeld(by: writes.map(\.0), identity: identity, namespace: ns.name, except: session) }
+        if let identity { supersedeHeld(by: writes.map(\.0), identity: identity, namespace: ns.name, except: session, now: now) }
         return written
     }
 }

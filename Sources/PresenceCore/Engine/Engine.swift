@@ -79,6 +79,8 @@ public final class Engine {
     var awaitingTakeover: [String: ConnectionID] = [:]
     /// REST requests and streams answered through tickets (`Engine+Direct`).
     var direct = DirectRequests()
+    /// Replicated namespaces holding data that nothing here uses, waiting to be let go.
+    var idleReplicas = IdleReplicas()
 
     public init(
         configuration: Configuration = Configuration(),
@@ -169,7 +171,7 @@ public final class Engine {
             connection.resumedSession = lastSession
             // An anonymous client has no other proof than the session id itself.
             if held[lastSession]?.identity == Credentials.unauthenticated.identity {
-                cancelHeld(session: lastSession)
+                cancelHeld(session: lastSession, now: now)
             }
         } else if let lastSession, configuration.replication != nil, sessions[lastSession] == nil {
             // Replicated, the session may belong to another node (or to a dead one).
@@ -190,7 +192,7 @@ public final class Engine {
         pipelines.removeValue(forKey: id)
         let ns = namespace(connection.namespace)
         ns.connectionCount -= 1
-        defer { releaseIfIdle(ns) }
+        defer { releaseIfIdle(ns, now: now) }
         for listen in connection.listens.values { ns.listeners.remove(listen.listener) }
         guard !connection.onDisconnect.isEmpty else { return }
         if configuration.replication != nil { return holdReplicated(connection, now: now) }
@@ -277,7 +279,7 @@ public final class Engine {
             connections[id]?.credentials = credentials
             if case .user(_, let expiresAt?) = credentials { scheduleTokenExpiry(expiresAt) }
             if let resumed = connections[id]?.resumedSession, held[resumed]?.identity == credentials.identity {
-                cancelHeld(session: resumed)
+                cancelHeld(session: resumed, now: now)
             }
             let expires = credentials.rulesAuth?["token"]?["exp"] ?? .null
             let body: JSON = .object([("auth", credentials.rulesAuth ?? .null), ("expires", expires)])

@@ -30,8 +30,10 @@ public enum DirectOutcome {
     case stream(Result<Void, EngineError>)
     /// The rules in force (`Engine.rules(namespace:)`).
     case rulesDocument((document: JSON, text: String?)?)
-    /// An operator's reset of one user's usage of a limit is in force here.
-    case reset(Result<Void, EngineError>)
+    /// An operator's reset of one user's usage of a limit is in force here; true when the user had
+    /// usage stored when the reset was ordered (on a cluster: in the replica it was ordered against,
+    /// loaded first if this node had let the namespace go).
+    case reset(Result<Bool, EngineError>)
 
     /// A deferred read's outcome: the read, or its refusal by the rules.
     init(_ deferred: Result<DeferredRead, EngineError>) {
@@ -56,7 +58,8 @@ public enum DirectOutcome {
     /// A rules upload's or a stream's result (nil for another kind).
     public var done: Result<Void, EngineError>? {
         switch self {
-        case .rules(let result), .stream(let result), .reset(let result): return result
+        case .rules(let result), .stream(let result): return result
+        case .reset(let result): return result.map { _ in () }
         default: return nil
         }
     }
@@ -101,6 +104,8 @@ struct DirectRequests {
     var lastTicket: UInt64 = 0
     var waiting: [String: [Waiting]] = [:]
     var outcomes: [(DirectTicket, DirectOutcome)] = []
+    /// A limit reset being ordered: whether the user had usage when it was last evaluated.
+    var resetHadUsage: [DirectTicket: Bool] = [:]
     /// The earliest deadline of a waiting request (stale-early at worst).
     var earliestDeadline: Int64?
 

@@ -18,10 +18,18 @@ public struct ReplicationConfiguration: Sendable, Equatable {
     /// How long a REST request or stream waits for its namespace to be loaded on this node (it
     /// follows the namespace for it) before it is answered `unavailable`.
     public var loadWaitMilliseconds: Int64
+    /// How long a namespace that holds data stays followed once nothing on this node uses it (no
+    /// connection, stream, request, held ops or step in flight): then its replica is dropped from
+    /// memory and the node stops following its log (the shell then releases its lease), until a
+    /// client names it again and it is loaded afresh (snapshot, then the log). nil: followed for
+    /// as long as the node runs. A namespace without data is let go at once, as on one node.
+    public var unfollowIdleMilliseconds: Int64?
 
     public init(node: String, windowCapacity: UInt64 = VersionWindow.defaultCapacity, maxReproposals: Int = 3,
-                readBarrier: Bool = false, recentRunsMilliseconds: Int64 = 60_000, loadWaitMilliseconds: Int64 = 15_000) {
+                readBarrier: Bool = false, recentRunsMilliseconds: Int64 = 60_000, loadWaitMilliseconds: Int64 = 15_000,
+                unfollowIdleMilliseconds: Int64? = nil) {
         self.node = node
+        self.unfollowIdleMilliseconds = unfollowIdleMilliseconds
         self.loadWaitMilliseconds = loadWaitMilliseconds
         self.windowCapacity = windowCapacity
         self.maxReproposals = maxReproposals
@@ -41,6 +49,8 @@ final class ReplicaState {
     var barriers: [(rev: UInt64, step: UInt64)] = []
     /// Steps of this namespace waiting for the log or the session store: it stays in memory.
     var pendingSteps = 0
+    /// Holds data and nothing here uses it since this time (`Engine+IdleReplicas`); nil: in use.
+    var idleSince: Int64?
 
     init(window: VersionWindow) { self.window = window }
 

@@ -63,15 +63,6 @@ extension ClusterLink {
         }
     }
 
-    /// Forwards an operator's kick to every node; the one that holds `session` closes it.
-    func forwardKick(session: String, reason: String) {
-        directory.nodes.kick(session: session, reason: reason) { [unowned self] result in
-            if case .failure(let error) = result {
-                runtime.dispatch { logger.warning("forwarding the kick of session \(session) failed: \(error)") }
-            }
-        }
-    }
-
     /// The node list as `/.admin/nodes` shows it.
     func nodesJSON(now: Int64) -> JSON {
         let rows: [JSON] = directory.list.sorted { $0.id < $1.id }.map { entry in

@@ -5,7 +5,8 @@ import PresenceRedis
 /// (`--cluster-state FILE`) so that a node started against a Redis that lost its data (restarted
 /// without its AOF, or another instance) refuses to serve those namespaces instead of creating a
 /// new, empty history: a silent rollback for every client. Without the file a node has no such
-/// memory (docs/scaling.md, "Redis back empty").
+/// memory (`--cluster-state none`; docs/scaling.md, "Redis back empty"). By default the file is
+/// `<data-dir>/cluster-state-<node name>.json` (`ClusterStateFile`).
 ///
 /// The file is a JSON object, namespace -> epoch, rewritten whole (a temporary file, then a
 /// rename) when a namespace is first joined. Accepting a new history on purpose (Redis was
@@ -41,6 +42,11 @@ final class ClusterHistory {
     func remember(_ epoch: String, for namespace: String) -> String? {
         guard epochs[namespace] != epoch else { return nil }
         epochs[namespace] = epoch
+        return save()
+    }
+
+    /// Writes the whole memory (a temporary file, then a rename); nil on success, else why not.
+    func save() -> String? {
         do {
             let data = try JSONSerialization.data(withJSONObject: epochs, options: [.sortedKeys])
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -52,21 +58,30 @@ final class ClusterHistory {
 }
 
 extension ClusterLink {
-    /// Before CREATE: a namespace this node served under another history is refused (the node
-    /// fences itself, saying why, and writes nothing to Redis); otherwise `proceed`.
+    /// Before CREATE: a namespace this node served under another history is refused (only that
+    /// namespace, ClusterRefusals.swift; nothing is written to Redis), unless an operator accepted
+    /// the history Redis holds now (`seeded`, `presence-server redis-seed`); otherwise `proceed`.
     func checkHistory(_ member: ClusterNamespace, proceed: @escaping () -> Void) {
         guard let history, let remembered = history.epochs[member.name] else { return proceed() }
-        member.log.head { [unowned self] result in
+        commands.send(RedisCommand("HMGET", member.keys.head, "epoch", "seeded")) { [unowned self] result in
             runtime.dispatch {
                 switch result {
-                case .success(let head) where head?.epoch == remembered:
-                    proceed()
-                case .success(let head):
-                    let now = head.map { "epoch \($0.epoch)" } ?? "no log at all"
-                    fence("Redis lost the history of namespace \(member.name): this node served epoch \(remembered), Redis has \(now). Refusing to serve it (and to create a new, empty history): restore Redis's data, or remove \(member.name) from \(history.path) to accept the new history")
+                case .success(let reply):
+                    let fields = reply.array ?? []
+                    let epoch = fields.first?.string
+                    if epoch == remembered {
+                        liftRefusal(member, "Redis holds its history again")
+                        proceed()
+                    } else if let epoch, let seeded = fields.dropFirst().first?.integer {
+                        liftRefusal(member, "an operator accepted history \(epoch) at \(seeded)")
+                        logger.notice("namespace \(member.name): serving history \(epoch), accepted by an operator (redis-seed), in place of \(remembered)")
+                        proceed() // CREATE answers EXISTS; the new epoch is remembered then
+                    } else {
+                        let now = epoch.map { "epoch \($0), which no operator accepted" } ?? "no log at all"
+                        refuse(member, "Redis lost the history of namespace \(member.name): this node served epoch \(remembered), Redis has \(now). Restore Redis's data, or accept the loss with presence-server redis-seed (docs/scaling.md)")
+                    }
                 case .failure(let error):
-                    logger.warning("namespace \(member.name): reading its head failed (\(error)); retrying")
-                    retries.append { [unowned self] in join(member) }
+                    loadAttemptFailed(member, "reading its head", error) { [unowned self] in join(member) }
                 }
             }
         }

@@ -10,6 +10,7 @@ extension ClusterLink {
     /// At each beat: start or continue counting the idle time, and release once it is long enough.
     func releaseIfIdle(_ member: ClusterNamespace, lease: NodeLease, now: Int64) {
         guard member.phase == .idle, member.waiting.isEmpty, !member.wantsFollow, !member.reapInFlight, !member.moreToReap,
+              !member.snapshots.writing,
               let monitor = member.monitor else {
             member.idleSince = nil
             return

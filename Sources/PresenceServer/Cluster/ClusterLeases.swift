@@ -20,8 +20,7 @@ extension ClusterLink {
                     logger.critical("namespace \(member.name): Redis holds its log without its head; refusing to write to it")
                     member.phase = .failed("orphan log")
                 case .failure(let error):
-                    logger.warning("namespace \(member.name): opening its log failed (\(error)); retrying")
-                    retries.append { [unowned self] in join(member) }
+                    loadAttemptFailed(member, "opening its log", error) { [unowned self] in join(member) }
                 }
             }
         }
@@ -51,8 +50,7 @@ extension ClusterLink {
                 case .success(.expired), .success(.dead):
                     fence("namespace \(member.name) refused this incarnation's join")
                 case .failure(let error):
-                    logger.warning("namespace \(member.name): joining failed (\(error)); retrying")
-                    retries.append { [unowned self] in joinLease(member, epoch: epoch) }
+                    loadAttemptFailed(member, "joining its lease table", error) { [unowned self] in joinLease(member, epoch: epoch) }
                 }
             }
         }
@@ -86,9 +84,8 @@ extension ClusterLink {
             releaseIfIdle(member, lease: lease, now: now)
         }
         retryUnresolved()
-        let jobs = retries
-        retries = []
-        for job in jobs { job() }
+        runRetries()
+        if let line = reachability.reminder(at: now) { logger.warning("\(line)") }
         beatTimer?.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
     }
 

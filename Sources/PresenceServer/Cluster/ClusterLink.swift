@@ -33,19 +33,26 @@ final class ClusterLink {
     let metrics = ClusterMetrics()
     /// `--cluster-state`: the history of each namespace served, checked before CREATE.
     let history: ClusterHistory?
+    /// Namespaces refused because Redis lost their history (ClusterRefusals.swift).
+    let refusals = NamespaceRefusals()
     /// The operators' node list and forwarded kicks (ClusterDirectory.swift).
     let directory: ClusterDirectory
-    /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up.
-    var isReady: Bool { isConnected && !fenced && preloading.isEmpty }
+    /// Operators' asks to every node and their answers, on a third connection (ClusterAsks.swift).
+    let asking: ClusterAsks
+    let asksConnection: RedisConnection
+    /// For `/readyz`: connected to Redis, not fenced, and every `--preload` namespace caught up
+    /// (`notReadyReason` says which is missing).
+    var isReady: Bool { notReadyReason == nil }
     var isConnected: Bool { connectedSince != nil }
     /// `--preload` namespaces not caught up yet.
-    private(set) var preloading: Set<String> = []
+    var preloading: Set<String> = []
     var beatTimer: LoopTimer?
     var snapshotTimer: LoopTimer?
     /// Answers decided without Redis, given after the current step (never inside it).
     private var deferred: [() -> Void] = []
     private var deferredTimer: LoopTimer?
-    private var redisDown = false
+    /// Up or down, since when, and what operators were told (ClusterReachability.swift).
+    var reachability: RedisReachability
 
     init(settings: ClusterSettings, engine: Engine, runtime: LoopRuntime, logger: Logger) {
         self.settings = settings
@@ -64,6 +71,12 @@ final class ClusterLink {
         tail = RedisLogTail(connection: tailConnection)
         history = settings.clusterStatePath.flatMap { try? ClusterHistory(path: $0) } // read once already by the settings
         directory = ClusterDirectory(connection: commands, nodeID: settings.nodeID)
+        reachability = RedisReachability(address: settings.endpoint.description)
+        asksConnection = RedisConnection(loop: runtime.uvLoop, endpoint: settings.endpoint,
+                                         options: .init(connectTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                        commandTimeoutMilliseconds: settings.redisTimeoutMilliseconds,
+                                                        clientName: name + " asks"))
+        asking = ClusterAsks(connection: commands, reader: asksConnection, nodeID: settings.nodeID)
     }
 
     /// Loop thread, once: connect, start beating, and close everything when the loop shuts down.
@@ -77,6 +90,9 @@ final class ClusterLink {
         tail.onEvent = { [unowned self] event in runtime.dispatch { tailEvent(event) } }
         commands.start()
         tailConnection.start()
+        asking.asks.onAsk = { [unowned self] ask in runtime.dispatch { answerAsk(ask) } }
+        asksConnection.start()
+        asking.asks.start()
         let timer = runtime.makeTimer { [unowned self] in beatAll() }
         beatTimer = timer
         timer.schedule(afterMicroseconds: settings.beatMilliseconds * 1000)
@@ -187,8 +203,7 @@ final class ClusterLink {
                     tail.follow(member.keys, after: 0)
                     if rev == 0 { caughtUp(member) }
                 case .failure(let error):
-                    logger.warning("reading the head of namespace \(member.name) failed (\(error)); retrying")
-                    retries.append { [unowned self] in
+                    loadAttemptFailed(member, "reading its head", error) { [unowned self] in
                         if member.generation == generation { startFollowing(member) }
                     }
                 }
@@ -231,7 +246,7 @@ final class ClusterLink {
                 tail.follow(member.keys, after: engine.appliedRevision(namespace: member.name) ?? 0)
             }
         case .failed(let error):
-            if !redisDown { logger.warning("reading the logs failed: \(error)") }
+            if !reachability.isDown { logger.warning("reading the logs failed: \(error)") }
         }
     }
 
@@ -277,14 +292,14 @@ final class ClusterLink {
     private func connectionEvent(_ event: RedisConnection.Event) {
         switch event {
         case .connected:
-            if redisDown { logger.notice("Redis \(settings.redisAddress) reachable again") }
-            redisDown = false
             let now = clock.milliseconds()
+            if let line = reachability.connected(at: now) { logger.notice("\(line)") }
             connectedSince = now
             for member in members.values { member.monitor?.connected(at: now) }
+            // What waited for Redis (a node started without it: CREATE, JOIN) goes now, not at the next beat.
+            if !retries.isEmpty { later { [unowned self] in runRetries() } }
         case let .failed(reason, retry), let .lost(reason, retry):
-            if !redisDown { logger.error("Redis \(settings.redisAddress) unreachable (\(reason)); retrying in \(retry) ms") }
-            redisDown = true
+            if let line = reachability.failed(reason, retryInMilliseconds: retry, at: clock.milliseconds()) { logger.error("\(line)") }
             connectedSince = nil
             for member in members.values { member.monitor?.disconnected() }
         }
@@ -305,6 +320,8 @@ final class ClusterLink {
         tail.stop()
         commands.close()
         tailConnection.close()
+        asking.asks.stop()
+        asksConnection.close()
     }
 
     /// The member for `ns`, created (and joining) on first use; nil when the name cannot be a key.

@@ -8,6 +8,8 @@ final class ClusterMetrics {
     private let redisUp = CoreMetrics.Gauge(label: "presence_cluster_redis_up")
     private let lag = CoreMetrics.Gauge(label: "presence_cluster_lag_revisions")
     private let pendingSteps = CoreMetrics.Gauge(label: "presence_cluster_pending_steps")
+    /// Namespaces refused because Redis lost their history (an operator must act: alert on > 0).
+    private let refusedNamespaces = CoreMetrics.Gauge(label: "presence_cluster_refused_namespaces")
     private let failedCommands = CoreMetrics.Counter(label: "presence_cluster_redis_failed_commands_total")
     private let reconnects = CoreMetrics.Counter(label: "presence_cluster_redis_connects_total")
     private let snapshotsWrittenCounter = CoreMetrics.Counter(label: "presence_cluster_snapshots_written_total")
@@ -30,6 +32,7 @@ final class ClusterMetrics {
         redisUp.record(link.isConnected && !link.fenced ? 1 : 0)
         lag.record(link.largestLag)
         pendingSteps.record(link.engine.pendingStepCount)
+        refusedNamespaces.record(link.refusals.reasons.count)
         let now = link.commands.statistics
         if now.failedCommands > exportedFailures { failedCommands.increment(by: now.failedCommands - exportedFailures) }
         if now.connects > exportedConnects { reconnects.increment(by: now.connects - exportedConnects) }

@@ -46,18 +46,19 @@ public struct ClusterSettings: Sendable {
     let logKeepMilliseconds: Int64
     /// Namespaces followed from the start (`--preload`): `/readyz` is 503 until each has caught up.
     let preload: [String]
-    /// `--cluster-state`: where this node remembers each namespace's history (`ClusterHistory`).
-    let clusterStatePath: String?
+    /// `--cluster-state`: where this node remembers each namespace's history (`ClusterHistory`);
+    /// nil only with `--cluster-state none`.
+    public let clusterStatePath: String?
 
     /// This node's id in the logs (`name#incarnation`), for `ReplicationConfiguration(node:)`.
     public var nodeID: String { identity.id }
     /// `host:port` of Redis, as given.
     public var redisAddress: String { endpoint.description }
 
-    /// Blocking: nil when Redis answers PING within the Redis timeout, else why not. Call before
-    /// the loop starts.
-    public func probe() -> String? {
-        RedisProbe.ping(endpoint, timeoutMilliseconds: redisTimeoutMilliseconds)
+    /// Blocking: nil when this node can keep its memory of the histories it serves (or has none,
+    /// `--cluster-state none`), else why not. Call before the loop starts.
+    public func prepareClusterState() -> String? {
+        clusterStatePath.flatMap { ClusterStateFile.prepare($0) }
     }
 
     public init(redis: String, nodeName: String, leaseSeconds: Double = 5, fenceAfterSeconds: Double = 3,

@@ -204,8 +204,7 @@ extension ClusterLink {
                         loadPage(member, head: head, generation: generation, store: store, cursor: page.cursor, chunks: chunks)
                     }
                 case .failure(let error):
-                    logger.warning("namespace \(member.name): reading the snapshot at revision \(head.snapshot) failed (\(error)); retrying")
-                    retries.append { [unowned self] in
+                    loadAttemptFailed(member, "reading the snapshot at revision \(head.snapshot)", error) { [unowned self] in
                         if member.generation == generation { startFollowing(member) }
                     }
                 }

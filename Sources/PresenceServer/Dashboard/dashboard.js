@@ -262,7 +262,13 @@
     known = seen;
     emptyRow(rowsBody, 15, list.length ? null : filtersActive() ? "No connections match the filters." : "No one is connected.");
     var total = data.total != null ? data.total : list.length;
-    $("shown").textContent = total > list.length ? "showing " + list.length + " of " + total : total + " shown";
+    var shown = total > list.length ? "showing " + list.length + " of " + total : total + " shown";
+    // A cluster's listing gathers every live node's connections; name the nodes that did not answer.
+    var missing = (data.missing || []).map(PresenceNodes.shortName);
+    if (data.cluster) shown += " · " + (data.nodes || []).length + " node" + ((data.nodes || []).length === 1 ? "" : "s");
+    if (missing.length) shown += " · not answering: " + missing.join(", ");
+    $("shown").textContent = shown;
+    $("shown").classList.toggle("warn", missing.length > 0);
   }
 
   // MARK: users and presence
@@ -435,7 +441,9 @@
     api("/connections/" + encodeURIComponent(c.session) + "/close", {
       method: "POST", body: JSON.stringify(reason ? { reason: reason } : {})
     }).then(function (answer) {
-      logEvent([{ text: answer && answer.forwarded ? "kick forwarded to its node: " : "kicked ", bold: false }, { text: label(c), bold: true },
+      var how = answer && answer.forwarded ? "kick forwarded to the nodes that did not answer: "
+        : answer && answer.node ? "kicked on node " + PresenceNodes.shortName(answer.node) + ": " : "kicked ";
+      logEvent([{ text: how, bold: false }, { text: label(c), bold: true },
                 { text: " (" + c.session + ")" + (reason ? ": " + reason : "") }]);
     }).catch(function (err) {
       logEvent([{ text: "kick failed for " }, { text: label(c), bold: true }, { text: ": " + err.message }]);

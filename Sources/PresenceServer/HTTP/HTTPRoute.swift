@@ -25,6 +25,9 @@ final class HTTPRoute {
     private var bodies: RequestBodies<OpaquePointer>
     private let pending = PendingAnswers()
     private let slicedReads: SlicedHTTPReads
+    /// Operator requests waiting for the other nodes (a token each: lws may reuse a closed `wsi`).
+    private var operatorWaits: [OpaquePointer: UInt64] = [:]
+    private var operatorTokens: UInt64 = 0
     private var refusals = RefusalLog()
     private var lateBodies = RefusalLog()
     private var deadlineTimer: LoopTimer!
@@ -63,9 +66,7 @@ final class HTTPRoute {
             }
             if length > 0 { return admitBody(of: request, length: length, on: wsi) }
         }
-        if let response = operators.route(request) {
-            return responder.respond(wsi, response, after: steps.run())
-        }
+        if let answered = routeOperators(request, on: wsi) { return answered }
         if let refusal = storageRefusal(request) ?? namespaceRefusal(request) { return responder.respond(wsi, refusal) }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
@@ -73,6 +74,26 @@ final class HTTPRoute {
         case nil: break
         }
         return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
+    }
+
+    /// Health, metrics and the operator API; nil when `request` is for none of them. A cluster's
+    /// listing and remote kicks are answered once the other nodes have (or the wait is over).
+    private func routeOperators(_ request: HTTPRequest, on wsi: OpaquePointer) -> Int32? {
+        if let later = operators.laterRoute(request) {
+            operatorTokens += 1
+            let token = operatorTokens
+            operatorWaits[wsi] = token
+            LWSWrite.keepOpen(wsi)
+            LWSWrite.pauseHTTP(wsi)
+            later { [weak self] response in
+                guard let self, operatorWaits[wsi] == token else { return } // the client left meanwhile
+                operatorWaits[wsi] = nil
+                _ = responder.respond(wsi, response, after: steps.run())
+            }
+            return 0
+        }
+        guard let answer = operators.answer(request) else { return nil }
+        return respond(wsi, answer)
     }
 
     /// A REST answer: a response now, a big read's made in slices, or (replicated) one made when
@@ -152,10 +173,19 @@ final class HTTPRoute {
     }
 
     /// A cluster keeps each namespace under Redis keys, which bound its name (as for WebSockets).
+    /// A namespace whose history Redis lost is refused (503) until Redis holds a history this
+    /// node may serve (ClusterRefusals.swift).
     private func namespaceRefusal(_ request: HTTPRequest) -> HTTPResponse? {
-        guard engine.nodeID != nil, request.path.hasSuffix(".json"), let ns = request.query["ns"],
-              ns.utf8.count > WebSocketRoute.maxClusterNamespaceBytes else { return nil }
-        return .error(400, "Namespace names are at most \(WebSocketRoute.maxClusterNamespaceBytes) bytes on a cluster")
+        guard engine.nodeID != nil, request.path.hasSuffix(".json"),
+              !request.path.hasPrefix("/.admin/") else { return nil }
+        let ns = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? operators.configuration.defaultNamespace
+        if ns.utf8.count > WebSocketRoute.maxClusterNamespaceBytes {
+            return .error(400, "Namespace names are at most \(WebSocketRoute.maxClusterNamespaceBytes) bytes on a cluster")
+        }
+        guard operators.cluster?.refusals.reason(for: ns) != nil else { return nil }
+        var response = HTTPResponse.error(503, NamespaceRefusals.clientMessage(ns))
+        response.headers.append(("Retry-After", "5"))
+        return response
     }
 
     /// What the head alone tells: operators need the admin credential; REST routes, methods,
@@ -212,7 +242,7 @@ final class HTTPRoute {
         case .refused?: return -1  // its answer went out, and the client has sent everything
         case nil: return 0
         }
-        if let response = operators.route(request) { return responder.respond(wsi, response, after: steps.run()) }
+        if let answered = routeOperators(request, on: wsi) { return answered }
         return respond(wsi, rest.respond(request, now: WallClock.nowMilliseconds()))
     }
 
@@ -276,6 +306,7 @@ final class HTTPRoute {
         responder.closed(wsi)
         slicedReads.closed(wsi)
         bodies.closed(wsi)
+        operatorWaits[wsi] = nil
         if case .stream(_, let waiting, _)? = pending.closed(wsi) {
             engine.disconnect(ConnectionID(waiting), now: WallClock.nowMilliseconds())
             steps.run()

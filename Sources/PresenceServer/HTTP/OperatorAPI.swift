@@ -45,9 +45,16 @@ final class OperatorAPI {
             return .json(200, "{\"status\":\"ok\"}")
         case "/readyz":
             // Storage opened and restored, rules loaded (both happen before the port opens), the
-            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced.
-            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady && cluster?.isReady != false
-            return ready ? .json(200, "{\"status\":\"ready\"}") : .error(503, "not ready")
+            // storage thread running, and not stopping; on a cluster, Redis reachable and not fenced
+            // (the 503 then says why: a node started while Redis was down is running, not ready).
+            let ready = !stopRequested.load(ordering: .relaxed) && storage.isReady
+            guard ready else { return .error(503, "not ready") }
+            if let reason = cluster?.notReadyReason { return .error(503, "not ready: \(reason)") }
+            // Namespaces refused because Redis lost their history are named; the others are served.
+            let refused = cluster?.refusals.reasons.keys.sorted() ?? []
+            let body = refused.isEmpty ? "{\"status\":\"ready\"}"
+                : JSONWriter.string(.object([("status", .string("ready")), ("refused", .array(refused.map { .string($0) }))]))
+            return .json(200, body)
         case "/metrics":
             if let cluster { cluster.metrics.record(cluster) }
             let text = metrics.render(engine: engine, liveConnections: table.count) + clusterMetricsText()
@@ -60,10 +67,7 @@ final class OperatorAPI {
         if request.method == "GET", let asset = AdminDashboard.asset(request.path) {
             return HTTPResponse(status: 200, headers: [("Content-Type", asset.contentType), ("Cache-Control", "no-cache")], body: asset.body)
         }
-        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin,
-              request.query["auth_variable_override"] == nil else {
-            return .error(401, "Admin credentials required")
-        }
+        if let refusal = adminRefusal(request) { return refusal }
         let parts = request.path.split(separator: "/").map(String.init)  // [".admin", …]
         switch (request.method, parts.count > 1 ? parts[1] : "") {
         case ("GET", ""):
@@ -78,8 +82,6 @@ final class OperatorAPI {
             return activityResponse(request)
         case ("GET", "users") where parts.count == 3:
             return user(parts[2], request: request)
-        case ("DELETE", "users") where parts.count == 5 && parts[3] == "limits":
-            return resetLimit(uid: parts[2], limit: parts[4], request: request)
         case ("GET", "nodes") where parts.count == 2:
             return nodesResponse()
         case ("GET", "stats") where parts.count == 2:
@@ -87,6 +89,11 @@ final class OperatorAPI {
         default:
             return .error(404, "No such admin endpoint")
         }
+    }
+
+    func isAdmin(_ request: HTTPRequest) -> Bool {
+        guard case .success(let credentials) = rest.resolveCredentials(request, now: now()), credentials.isAdmin else { return false }
+        return request.query["auth_variable_override"] == nil
     }
 
     func connectionJSON(_ snapshot: Engine.ConnectionSnapshot) -> JSON? {
@@ -111,29 +118,50 @@ final class OperatorAPI {
             .sorted { ($0.id.raw) < ($1.id.raw) }
     }
 
+    /// The WebSocket connections that match, by id: no snapshot is built (see `rows(_:)`).
+    func sortedConnectionIDs(uid: String?, namespace: String?) -> [UInt64] {
+        engine.connectionIDs(uid: uid, namespace: namespace).map(\.raw).filter { table[$0] != nil }.sorted()
+    }
+
+    /// The rows of a page of connections (snapshots of these alone).
+    func rows(_ ids: ArraySlice<UInt64>) -> [(id: UInt64, row: JSON)] {
+        ids.compactMap { id in engine.connectionSnapshot(ConnectionID(id)).flatMap(connectionJSON).map { (id, $0) } }
+    }
+
     func listConnections(_ request: HTTPRequest) -> HTTPResponse {
-        let all = sortedSnapshots(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
-                                  namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
+        let all = sortedConnectionIDs(uid: request.query["uid"].flatMap { $0.isEmpty ? nil : $0 },
+                                      namespace: request.query["ns"].flatMap { $0.isEmpty ? nil : $0 })
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
         let start = min(max(Int(request.query["cursor"] ?? "") ?? 0, 0), all.count)
         let page = all[start..<min(start + limit, all.count)]
         let next: JSON = start + limit < all.count ? .string(String(start + limit)) : .null
         let body: JSON = .object([
-            ("connections", .array(page.compactMap(connectionJSON))), ("total", .number(Double(all.count))), ("nextCursor", next),
+            ("connections", .array(rows(page).map(\.row))), ("total", .number(Double(all.count))), ("nextCursor", next),
             ("node", nodeID.map { .string($0) } ?? .null),
         ])
         return .json(200, JSONWriter.string(body))
     }
 
+    /// Closes the connection of `session` if it is on this node (on a cluster, `laterRoute` asks
+    /// the other nodes for a session that is not).
     func closeConnection(session: String, request: HTTPRequest) -> HTTPResponse {
-        let reason = String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
-        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else {
-            return forwardClose(session: session, reason: reason)
-        }
-        logger.notice("operator closes connection \(id.raw) (session \(session)): \(reason)")
+        closeHere(session: session, reason: kickReason(request), through: nil)
+            ? .json(200, "{\"closed\":true}") : .error(404, "no such session")
+    }
+
+    func kickReason(_ request: HTTPRequest) -> String {
+        String((try? JSONParser.parse(bytes: request.body))?["reason"]?.stringValue?.prefix(500) ?? "closed by an operator")
+    }
+
+    /// Closes `session`'s connection with 4002 if it is here (`through`: the node an operator
+    /// asked, when it is another); false when it is not here.
+    func closeHere(session: String, reason: String, through node: String?) -> Bool {
+        guard let id = engine.connectionID(forSession: session), table[id.raw] != nil else { return false }
+        let by = node.map { "operator (through node \($0))" } ?? "operator"
+        logger.notice("\(by) closes connection \(id.raw) (session \(session)): \(reason)")
         outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
                         .close(id, code: .closedByOperator, reason: reason)])
-        return .json(200, "{\"closed\":true}")
+        return true
     }
 
     func user(_ uid: String, request: HTTPRequest) -> HTTPResponse {
@@ -164,13 +192,6 @@ final class OperatorAPI {
             ("limits", .array(limits)),
         ])
         return .json(200, JSONWriter.string(body))
-    }
-
-    /// `DELETE /.admin/users/{uid}/limits/{limit}?ns=…`: the user starts again from 0 uses.
-    func resetLimit(uid: String, limit: String, request: HTTPRequest) -> HTTPResponse {
-        let namespace = request.query["ns"].flatMap { $0.isEmpty ? nil : $0 } ?? configuration.defaultNamespace
-        let reset = engine.resetLimitUsage(LimitUsageKey(namespace: namespace, limit: limit, uid: uid), now: now())
-        return .json(200, "{\"reset\":\(reset)}")
     }
 
     func stats() -> HTTPResponse {

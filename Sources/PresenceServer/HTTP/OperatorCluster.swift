@@ -6,7 +6,7 @@ import PresenceRedis
 import PresenceWire
 
 /// The operator API's cluster side (docs/scaling.md, "Operators"): the node list, the node a
-/// connection is on, and kicks carried through Redis to the node that holds the connection.
+/// connection is on (the cluster-wide listing and kicks are in OperatorConnections.swift).
 extension OperatorAPI {
     /// The node id connections on this node show (`name#incarnation`), nil on a single node.
     var nodeID: String? { cluster?.settings.nodeID }
@@ -26,7 +26,7 @@ extension OperatorAPI {
             ("name", .string(cluster?.settings.identity.name ?? "")), ("address", .string(address)),
             ("connections", .number(Double(table.count))), ("lag", .number(Double(cluster?.largestLag ?? 0))),
             ("namespaces", .number(Double(engine.namespaceNames.count))), ("startedAt", .number(Double(startedAt))),
-            ("ready", .bool(cluster?.isReady ?? true)),
+            ("ready", .bool(cluster?.isReady ?? true)), ("refused", cluster?.refusals.json ?? .object([])),
         ])
     }
 
@@ -41,23 +41,10 @@ extension OperatorAPI {
         return .json(200, JSONWriter.string(cluster.nodesJSON(now: now())))
     }
 
-    /// A kick for a session this node does not hold: on a cluster, forwarded to every node
-    /// through Redis (202); the node that holds it closes it at its next beat.
-    func forwardClose(session: String, reason: String) -> HTTPResponse {
-        guard let cluster else { return .error(404, "no such session") }
-        guard !session.isEmpty, session.utf8.count <= 128 else { return .error(400, "invalid session id") }
-        logger.notice("operator kick of session \(session) forwarded to the cluster: \(reason)")
-        cluster.forwardKick(session: session, reason: reason)
-        return .json(202, JSONWriter.string(.object([("closed", .bool(false)), ("forwarded", .bool(true))])))
-    }
-
-    /// Another node forwarded a kick: close the connection if it is here.
+    /// A kick forwarded through the kicks stream (by a node of an earlier version, during a
+    /// rolling upgrade): close the connection if it is here.
     func kickFromCluster(_ kick: NodeDirectory.Kick) {
-        guard let id = engine.connectionID(forSession: kick.session), table[id.raw] != nil else { return }
-        let reason = kick.reason.isEmpty ? "closed by an operator" : kick.reason
-        logger.notice("operator (through node \(kick.from)) closes connection \(id.raw) (session \(kick.session)): \(reason)")
-        outbox.perform([.send([id], .serverError("Closed by an operator: \(reason)")),
-                        .close(id, code: .closedByOperator, reason: reason)])
+        _ = closeHere(session: kick.session, reason: kick.reason.isEmpty ? "closed by an operator" : kick.reason, through: kick.from)
     }
 
     /// `/metrics` lines for every node in the list (a cluster only).

@@ -88,11 +88,17 @@ final class WebSocketRoute {
             logger.notice("closing connection \(id): namespace name of \(namespace.utf8.count) bytes")
             outbox.perform([.send([ConnectionID(id)], .shutdown(reason: "Namespace names are at most \(Self.maxClusterNamespaceBytes) bytes")),
                             .close(ConnectionID(id), code: .policyViolation, reason: "namespace name too long")])
+        } else if let namespace = namespace ?? Optional(configuration.defaultNamespace), isRefused(namespace) {
+            // Redis lost this namespace's history (ClusterRefusals.swift); logged once there.
+            outbox.perform([.send([ConnectionID(id)], .serverError(NamespaceRefusals.clientMessage(namespace))),
+                            .close(ConnectionID(id), code: .internalError, reason: "namespace unavailable")])
         }
         steps.run()
     }
 
     static let maxClusterNamespaceBytes = 512
+    /// A cluster node refuses namespaces whose history Redis lost (set by the server).
+    var isRefused: (String) -> Bool = { _ in false }
 
     /// One received fragment.
     func receive(_ id: UInt64, wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {

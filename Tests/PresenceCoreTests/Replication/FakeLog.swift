@@ -66,7 +66,8 @@ final class FakeLog {
     /// `count` nodes named a, b, c... sharing one configuration. The hash digest is a small FNV-1a
     /// (tests only need every node to agree on it).
     init(nodes count: Int, graceMilliseconds: Int64 = 3_000, policy: any AccessPolicy = OpenAccessPolicy(),
-         readBarrier: Bool = false, maxReproposals: Int = 3, windowCapacity: UInt64 = VersionWindow.defaultCapacity) {
+         readBarrier: Bool = false, maxReproposals: Int = 3, windowCapacity: UInt64 = VersionWindow.defaultCapacity,
+         unfollowIdleMilliseconds: Int64? = nil) {
         self.graceMilliseconds = graceMilliseconds
         self.windowCapacity = windowCapacity
         for index in 0..<count {
@@ -75,7 +76,7 @@ final class FakeLog {
             let configuration = Engine.Configuration(
                 disconnectGraceMilliseconds: graceMilliseconds, hashDigest: FakeLog.digest,
                 replication: ReplicationConfiguration(node: name, windowCapacity: windowCapacity, maxReproposals: maxReproposals,
-                                                      readBarrier: readBarrier))
+                                                      readBarrier: readBarrier, unfollowIdleMilliseconds: unfollowIdleMilliseconds))
             let engine = Engine(configuration: configuration, policy: policy, makeSessionID: {
                 sessions += 1
                 return "\(name)-s\(sessions)"

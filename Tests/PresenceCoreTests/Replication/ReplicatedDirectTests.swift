@@ -218,6 +218,47 @@ import Testing
         #expect(refresh(6, on: 0).contains(#""s":"rate_limited""#))
     }
 
+    @Test func anOperatorsLimitResetIsAnsweredOnceItCommittedOnTheNodeThatTookIt() throws {
+        let log = FakeLog(nodes: 2, policy: LimitsTests.rules)
+        for node in log.nodes { node.engine.setLimits(try LimitsTests.limits(limit: 1)) }
+        let client = log.connect(to: 0)
+        log.settle()
+        log.signIn(client, as: "alice")
+        log.request(1, "g", #"{"p":"/online-users","q":{}}"#, from: client)
+        log.settle()
+        let key = LimitUsageKey(namespace: "test", limit: "refreshOnlineUsers", uid: "alice")
+        #expect(log.nodes[0].engine.limitUsage(key)?.count == 1)
+        let reset = log.submit(to: 0) { $0.submitLimitReset(key, now: $1) }
+        #expect(log.perform(0)) // ordered in the log, not applied here yet: no answer
+        #expect(log.outcome(reset, on: 0) == nil && log.nodes[0].engine.limitUsage(key) != nil)
+        #expect(log.deliver(0))
+        // Answered once committed, saying the user had usage when it was ordered (now gone).
+        guard case .reset(.success(true))? = log.outcome(reset, on: 0) else {
+            Issue.record("the reset was not answered once committed: \(String(describing: log.outcome(reset, on: 0)))")
+            return
+        }
+        #expect(log.nodes[0].engine.limitUsage(key) == nil)
+        // Another user's reset, with nothing stored for them: in force all the same, and says so.
+        let nobody = LimitUsageKey(namespace: "test", limit: "refreshOnlineUsers", uid: "nobody")
+        let nothing = log.submit(to: 1) { $0.submitLimitReset(nobody, now: $1) }
+        log.settle()
+        guard case .reset(.success(false))? = log.outcome(nothing, on: 1) else {
+            Issue.record("a reset of a user without usage: \(String(describing: log.outcome(nothing, on: 1)))")
+            return
+        }
+        // Not ordered (Redis refuses): answered unavailable, nothing reset.
+        log.request(2, "g", #"{"p":"/online-users","q":{}}"#, from: client)
+        log.settle()
+        log.sequenceRefusal = "EPOCH"
+        let refused = log.submit(to: 0) { $0.submitLimitReset(key, now: $1) }
+        log.settle()
+        guard case .failure(.unavailable)? = log.outcome(refused, on: 0)?.done else {
+            Issue.record("a reset that never reached the log was not refused: \(String(describing: log.outcome(refused, on: 0)))")
+            return
+        }
+        #expect(log.nodes[0].engine.limitUsage(key)?.count == 1)
+    }
+
     @Test func aStreamOnANodeWithNoClientOfTheNamespaceOpensOnceCaughtUpAndGetsPushes() {
         let (log, writer) = Self.twoNodesWhereNodeZeroWrote("s")
         let stream = ConnectionID(900)
