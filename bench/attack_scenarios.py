@@ -7,6 +7,7 @@ import random
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 
 from conftest import unsigned_token
@@ -362,6 +363,35 @@ def huge_listen(context):
     return {"listen and unlisten replies": counts}
 
 
+def huge_rest(context):
+    """REST GETs of a 300,000-child subtree (whole, limitToLast 3, shallow) and streams of it (each
+    closed once its first event has come whole), in a loop."""
+    base = f"http://{context['host']}:{context['port']}/big.json?ns=demo"
+    kinds = [("whole", ""), ("limitToLast 3", '&orderBy="$key"&limitToLast=3'), ("shallow", "&shallow=true"), ("stream", "")]
+    end, n, counts = time.time() + context["duration"], 0, {}
+    while time.time() < end:
+        name, query = kinds[n % len(kinds)]
+        n += 1
+        headers = {"Authorization": "Bearer owner"}
+        if name == "stream":
+            headers["Accept"] = "text/event-stream"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(base + query, headers=headers), timeout=120) as response:
+                if name == "stream":
+                    line = b"-"
+                    while line and not line.startswith(b"data: "):
+                        line = response.readline()  # b"": the server ended the stream
+                else:
+                    line = response.read()
+                status = response.status if line else "ended without its data"
+        except urllib.error.HTTPError as error:
+            status = error.code
+        except OSError as error:
+            status = type(error).__name__
+        counts[f"{name}: {status}"] = counts.get(f"{name}: {status}", 0) + 1
+    return {"requests": counts}
+
+
 def online_list_setup(context):
     for base in range(0, 50_000, 10_000):
         rest(context, "PATCH", "/users.json?ns=demo",
@@ -470,6 +500,8 @@ SCENARIOS = {
                   "setup": huge_read_setup, "attack": huge_read, "evidence": ["max-read-bytes"]},
     "huge-listen": {"what": "listens on a 300,000-child subtree (whole, and limitToLast 3), each then unlistened, in a loop",
                     "setup": huge_read_setup, "attack": huge_listen, "evidence": ["max-read-bytes"]},
+    "huge-rest": {"what": "REST GETs (whole, limitToLast 3, shallow) and streams of a 300,000-child subtree, in a loop",
+                  "setup": huge_read_setup, "attack": huge_rest, "evidence": ["max-read-bytes", "left during a big read"]},
     "online-list": {"what": "refreshes of /online-users with 50,000 users online, in a loop",
                     "setup": online_list_setup, "attack": online_list, "evidence": []},
     "new-namespaces": {"what": "connections each naming a new namespace (one in ten writing there), as fast as possible",

@@ -78,8 +78,8 @@ public final class LWSServer: @unchecked Sendable {
         let loopRuntime = runtime
         let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
         self.cluster = cluster
-        streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime)
         let slices = SlicedReplies(runtime: runtime)
+        streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime, slices: slices)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams,
                         slices: slices)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
@@ -95,6 +95,11 @@ public final class LWSServer: @unchecked Sendable {
         slices.refuseListen = { id, read, tag, message in
             engine.refusedDeferredListen(ConnectionID(id), read: read, tag: tag, message: message)
         }
+        let engineSteps = steps
+        slices.admit = { [unowned engineSteps] _, read in
+            let refusal = engine.useDeferredReadLimit(read, now: WallClock.nowMilliseconds())
+            return (refusal, engineSteps.run())  // the use is stored as any other; the reply waits for it
+        }
         slices.charge = { [unowned table] id, nanoseconds in
             if let connection = table[id], connection.closing == nil {
                 throttle.charge(connection, bytes: 0, endsMessage: false, handlingNanoseconds: nanoseconds)
@@ -107,7 +112,7 @@ public final class LWSServer: @unchecked Sendable {
                                 table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
-                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage,
+                         responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage, slices: slices,
                          runtime: runtime)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)

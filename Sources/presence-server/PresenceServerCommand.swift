@@ -169,7 +169,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Namespaces that may hold data at once; a write that would give data to one more is refused with too_big. Namespaces with no data, connection or held op are released from memory.")
     var maxNamespaces = EngineLimits.default.maxNamespaces
 
-    @Option(help: "A g, or a listen's initial data, of a location whose data passes this many bytes (as JSON) is windowed, serialized and framed in slices of about 1 ms between other clients' messages, rather than at once (--max-read-bytes is checked on its text); 0 answers every read at once.")
+    @Option(help: "A g, a listen's initial data, a REST GET or a stream's first event, of a location whose data passes this many bytes (as JSON), is windowed and serialized in slices of about 1 ms between other clients' messages, then sent a piece at a time, rather than at once (--max-read-bytes is checked on its text: too_big, REST 413); 0 answers every read at once.")
     var sliceReadsOver = EngineLimits.serverSliceReadsOver
 
     var engineLimits: EngineLimits {

@@ -102,4 +102,82 @@ import Testing
         let whole = try JSONParser.parse(OutboundEncoder.encode(.reply(number: 3, result: .success(.deferred(read)))))
         #expect(whole == (try JSONParser.parse(OutboundEncoder.encode(.reply(number: 3, result: .success(.node(read.value)))))))
     }
+
+    /// Groups of items: branches deeper than the root, written a node per unit.
+    static func groups(_ count: Int, of size: Int) -> Node {
+        var children: [String: Node] = [:]
+        for index in 0..<count { children["g\(index)"] = items(size) }
+        children["leaf"] = .leaf(.string("top"), priority: .number(3))
+        return .branch(children, priority: .string("root"))
+    }
+
+    static func read(_ value: Node, spec: QuerySpec = .default, form: DeferredRead.Form) -> DeferredRead {
+        DeferredRead(path: Path(validated: ["items"]), value: value, spec: spec, filtered: true, budget: 1 << 30, refusal: "over", form: form)
+    }
+
+    @Test func restFormsInStepsEqualTheirAnswersAtOnce() throws {
+        for value in [Self.items(3_000), Self.groups(40, of: 30), Self.groups(3, of: 2_000)] {
+            let plain = Self.run(Self.read(value, form: .plain), work: 100).0
+            #expect(try Self.json(plain) == value.json(exportFormat: false))
+            let shallow = Self.run(Self.read(value, form: .shallow), work: 100).0
+            #expect(try Self.json(shallow) == Shallow.shallow(value))
+            let spec = QuerySpec(index: .key, limit: QueryLimit(count: 7, direction: .last))
+            let window = Self.run(Self.read(value, spec: spec, form: .shallow), work: 100).0
+            #expect(try Self.json(window) == Shallow.shallow(spec.apply(to: value)))
+        }
+    }
+
+    @Test func prettyTextMadeInPiecesEqualsThePrettyWriter() {
+        let values = [Self.items(40), Self.groups(3, of: 20), Node(.string("a \"quoted\" {[,:]} \\ text")), .branch([:], priority: nil)]
+        for value in values {
+            let compact = Array(value.jsonString(exportFormat: true).utf8)
+            let expected = JSONWriter.pretty(value.json(exportFormat: true))
+            for pieceSize in [1, 2, 7, 64, compact.count + 1] {
+                var stream = PrettyJSONStream()
+                var out: [UInt8] = []
+                var start = 0
+                while start < compact.count {
+                    let end = min(compact.count, start + pieceSize)
+                    stream.append(compact[start..<end], to: &out)
+                    start = end
+                }
+                stream.finish(into: &out)
+                #expect(String(decoding: out, as: UTF8.self) == expected, "pieces of \(pieceSize)")
+            }
+        }
+        var empty = PrettyJSONStream(), out: [UInt8] = []
+        empty.append(Array(#"{"a":{},"b":[]}"#.utf8), to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == JSONWriter.pretty(.object([("a", .object([])), ("b", .array([]))])))
+    }
+
+    @Test func restGetsOverTheThresholdAreAnsweredInSlicesAsTheyWereAtOnce() throws {
+        let sliced = EngineHarness(limits: EngineLimits(sliceReadsOver: 4_096))
+        let whole = EngineHarness()
+        for harness in [sliced, whole] {
+            let id = harness.connect()
+            // Wide enough for its shallow answer (keys only) to pass the threshold too.
+            harness.request(1, "p", "{\"p\":\"/items\",\"d\":\(Self.items(1_000).jsonString(exportFormat: true))}", from: id)
+            _ = harness.take(id)
+        }
+        let queries: [[String: String]] = [[:], ["shallow": "true"], ["format": "export"], ["print": "pretty"],
+                                           ["orderBy": "\"$key\"", "limitToLast": "2"]]
+        for query in queries {
+            let request = HTTPRequest(method: "GET", path: "/items.json", query: query, headers: ["authorization": "Bearer owner"])
+            guard case .sliced = RESTHandler(engine: sliced.engine, defaultNamespace: "test").respond(request, now: 0) else {
+                Issue.record("not sliced: \(query)")
+                continue
+            }
+            let a = RESTHandler(engine: sliced.engine, defaultNamespace: "test").handle(request, now: 0)
+            let b = RESTHandler(engine: whole.engine, defaultNamespace: "test").handle(request, now: 0)
+            #expect(a.status == 200 && a.status == b.status, "\(query)")
+            #expect(try JSONParser.parse(a.body) == JSONParser.parse(b.body), "\(query)")
+            if query["print"] == "pretty" { #expect(a.body == b.body) }
+        }
+        // An ETag is a hash of the whole value: answered at once.
+        let tagged = HTTPRequest(method: "GET", path: "/items.json", headers: ["authorization": "Bearer owner", "x-firebase-etag": "true"])
+        guard case .response = RESTHandler(engine: sliced.engine, defaultNamespace: "test").respond(tagged, now: 0) else {
+            Issue.record("an ETag read was sliced")
+            return
+        }
+    }
 }

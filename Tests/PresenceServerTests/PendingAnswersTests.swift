@@ -11,7 +11,7 @@ import Testing
     @Test func aClientThatLeavesIsForgottenAndItsOutcomeFindsNobody() {
         let pending = PendingAnswers()
         for n in 1...100 {
-            pending.add(DirectTicket(raw: UInt64(n)), .response(Self.wsi(16 * n), { _ in .error(500, "unused") }))
+            pending.add(DirectTicket(raw: UInt64(n)), .response(Self.wsi(16 * n), { _ in .response(.error(500, "unused")) }))
         }
         // Every other client leaves while its write waits.
         for n in stride(from: 2, through: 100, by: 2) { #expect(pending.closed(Self.wsi(16 * n)) != nil) }

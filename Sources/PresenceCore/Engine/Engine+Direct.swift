@@ -15,12 +15,18 @@ extension Engine {
 
     /// A REST read (`read`'s parameters).
     public func submitRead(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
-                           query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false) -> DirectAnswer {
+                           query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false,
+                           sliced: DeferredRead.Form? = nil) -> DirectAnswer {
         guard configuration.replication != nil else {
+            if let sliced, replicaRefusal(name) == nil,
+               let deferred = deferredRead(path, credentials: credentials, in: existingNamespace(name), now: now, query: query,
+                                           filtered: true, form: sliced, countsUseAtEnd: countsAsUse) {
+                return .now(DirectOutcome(deferred))
+            }
             return .now(.read(read(path, namespace: name, credentials: credentials, now: now, query: query,
                                    countsAsUse: countsAsUse, shallow: shallow)))
         }
-        return submit(.read(path, credentials, query, countsAsUse: countsAsUse, shallow: shallow), namespace: name, now: now)
+        return submit(.read(path, credentials, query, countsAsUse: countsAsUse, shallow: shallow, sliced: sliced), namespace: name, now: now)
     }
 
     /// A REST write (`write`'s parameters). `readBack`: the location whose value the answer
@@ -95,7 +101,11 @@ extension Engine {
     func evaluateDirect(_ ticket: DirectTicket, namespace name: String, _ request: DirectRequest, now: Int64) {
         let ns = namespace(name)
         switch request {
-        case let .read(path, credentials, query, countsAsUse, shallow):
+        case let .read(path, credentials, query, countsAsUse, shallow, sliced):
+            if let sliced, let deferred = deferredRead(path, credentials: credentials, in: ns, now: now, query: query,
+                                                       filtered: true, form: sliced) {
+                return finishDirect(ticket, namespace: name, request, DirectOutcome(deferred), now: now)
+            }
             let result = limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true,
                                      shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
             if awaitsLog { return }
@@ -111,9 +121,9 @@ extension Engine {
         case let .stream(id, path, _, query):
             guard let connection = connections[id] else { return } // the client left meanwhile
             // The connection's credentials: its token may have expired while it waited.
-            let result = limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: query, filtered: true)
+            let result = streamFirstMessage(path, credentials: connection.credentials, in: ns, now: now, query: query)
             if awaitsLog { return }
-            if case .success(let value) = result { attachStream(connection, path: path, query: query, value: value, in: ns) }
+            if case .success(let first) = result { attachStream(connection, path: path, query: query, first: first, in: ns) }
             finishDirect(ticket, namespace: name, request, .stream(result.map { _ in () }), now: now)
         case .rulesDocument:
             finishDirect(ticket, namespace: name, request, .rulesDocument(rules(namespace: name)), now: now)

@@ -83,9 +83,9 @@ extension Engine {
                            query: QuerySpec, now: Int64) -> Result<Void, EngineError> {
         if let refusal = replicaRefusal(name) { return .failure(refusal) }
         let ns = namespace(name)
-        let value: Node
-        switch limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true) {
-        case .success(let read): value = read
+        let first: Outbound
+        switch streamFirstMessage(path, credentials: credentials, in: ns, now: now, query: query) {
+        case .success(let message): first = message
         case .failure(let error):
             releaseIfIdle(ns, now: now)
             return .failure(error)
@@ -94,16 +94,27 @@ extension Engine {
         connection.credentials = credentials
         connections[id] = connection
         ns.connectionCount += 1
-        attachStream(connection, path: path, query: query, value: value, in: ns)
+        attachStream(connection, path: path, query: query, first: first, in: ns)
         return .success(())
     }
 
+    /// A stream's first message, the whole current value: its data, or (over
+    /// `EngineLimits.sliceReadsOver`) the read the shell writes in slices, as a big listen's.
+    func streamFirstMessage(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64,
+                            query: QuerySpec) -> Result<Outbound, EngineError> {
+        if let deferred = deferredRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true, form: .plain) {
+            return deferred.map { .listenData(number: nil, read: $0, tag: nil) }
+        }
+        return limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true)
+            .map { .data(path: path, value: $0, tag: nil) }
+    }
+
     /// A stream's connection starts listening: its first message is the whole current value.
-    func attachStream(_ connection: Connection, path: Path, query: QuerySpec, value: Node, in ns: Namespace) {
+    func attachStream(_ connection: Connection, path: Path, query: QuerySpec, first: Outbound, in ns: Namespace) {
         let listener = Listener(connection: connection.id, path: path, tag: nil, query: query.isDefault ? nil : query)
         connection.listens[ListenKey(path: path, queryIdentity: query.identity)] = Listen(listener: listener, rawQuery: nil, spec: query)
         if case .user(_, let expiresAt?) = connection.credentials { scheduleTokenExpiry(expiresAt) }
         ns.listeners.add(listener)
-        emit(.data(path: path, value: value, tag: nil), to: connection.id)
+        emit(first, to: connection.id)
     }
 }

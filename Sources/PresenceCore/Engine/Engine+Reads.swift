@@ -41,8 +41,7 @@ extension Engine {
             return reply(number, .failure(error), to: id)
         }
         let ns = namespace(connection.namespace)
-        if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
-                                       filtered: tagged, connection: connection) {
+        if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, filtered: tagged) {
             // Big: registered now, so that no write between is lost; its data follows in slices.
             switch deferred {
             case .failure(let error): return reply(number, .failure(error), to: id)
@@ -104,7 +103,7 @@ extension Engine {
         }
         let ns = namespace(connection.namespace)
         if let deferred = deferredRead(path, credentials: connection.credentials, in: ns, now: now, query: spec, filtered: true,
-                                       connection: connection) {
+                                       countsUseAtEnd: true) {
             return reply(number, deferred.map { .deferred($0) }, to: id)
         }
         switch limitedRead(path, credentials: connection.credentials, in: ns, now: now, query: spec,
@@ -139,32 +138,59 @@ extension Engine {
         let size = shape == .shallow ? answer.estimatedShallowJSONBytes(within: budget) : answer.estimatedJSONBytes(within: budget)
         if size == nil {
             counters.limitRefusals += 1
-            let remedy = shape == .shallow
-                ? "read it in parts, with a query that has a limit (orderBy with limitToFirst or limitToLast)"
-                : "read it in parts: with a query that has a limit (orderBy with limitToFirst or limitToLast), below it, or over REST with shallow=true for its keys"
-            return .failure(refuse(.read, "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); \(remedy)",
-                                   connection: connection))
+            return .failure(refuse(.read, Self.tooBigMessage(path, budget: budget, shallow: shape == .shallow), connection: connection))
         }
         if countsAsUse, let refusal = useReadLimit(at: path, credentials: credentials, in: ns, now: now) { return .failure(refusal) }
         return .success(answer)
     }
 
-    /// A `g` or listen too big to answer at once (`EngineLimits.sliceReadsOver`): the rules are checked now
-    /// and the answer is left to the shell's slices. Nil when the read is answered at once: slicing
-    /// is off, the location is small (found by a walk that stops at the threshold, so O(threshold)),
-    /// the limits' status location, or a location a limit guards (a use is counted only for an
-    /// answer within the budget, which is known only at the end).
+    /// A read too big to answer at once (`EngineLimits.sliceReadsOver`): a `g`, a listen's data,
+    /// a REST `GET`, a stream's first event. The rules are checked now and the answer is left to
+    /// the shell's slices, written as `form` says. Nil when the read is answered at once: slicing
+    /// is off, the answer is small (found by a walk that stops at the threshold, so O(threshold)),
+    /// the limits' status location. At a location a limit guards, a use is counted only for an
+    /// answer within the budget, known only at the end: with `countsUseAtEnd` (a `g`, a REST
+    /// `GET` on a single node) the read is deferred and the shell counts its use once its text is
+    /// made (`useDeferredReadLimit`), answering the limit's refusal instead of the text; otherwise
+    /// (a listen, a stream, a replicated node, whose uses go through the log) it is answered at once.
     func deferredRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec, filtered: Bool,
-                      connection: Connection) -> Result<DeferredRead, EngineError>? {
+                      form: DeferredRead.Form = .export, countsUseAtEnd: Bool = false) -> Result<DeferredRead, EngineError>? {
         let threshold = configuration.limits.sliceReadsOver
         guard threshold > 0 else { return nil }
-        if let limits, limits.statusLocation.relative(path) != nil || limits.limit(guarding: path) != nil { return nil }
+        var limitUse: DeferredRead.LimitUse?
+        if let limits {
+            if limits.statusLocation.relative(path) != nil { return nil }
+            if limits.limit(guarding: path) != nil {
+                guard countsUseAtEnd, configuration.replication == nil else { return nil }
+                limitUse = DeferredRead.LimitUse(namespace: ns.name, credentials: credentials)
+            }
+        }
         let stored = value(at: path, in: ns)
-        guard stored.hasChildren, stored.estimatedJSONBytes(within: threshold) == nil else { return nil }
+        guard stored.hasChildren else { return nil }
+        let small = form == .shallow ? stored.estimatedShallowJSONBytes(within: threshold) : stored.estimatedJSONBytes(within: threshold)
+        guard small == nil else { return nil }
         guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
         let budget = configuration.limits.maxReadBytes
-        let message = "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); read it in parts: with a query that has a limit (orderBy with limitToFirst or limitToLast), below it, or over REST with shallow=true for its keys"
-        return .success(DeferredRead(path: path, value: stored, spec: query, filtered: filtered, budget: budget, refusal: message))
+        return .success(DeferredRead(path: path, value: stored, spec: query, filtered: filtered, budget: budget,
+                                     refusal: Self.tooBigMessage(path, budget: budget, shallow: form == .shallow), form: form,
+                                     limitUse: limitUse))
+    }
+
+    /// A deferred read at a location a limit guards has its text, within the budget: its use is
+    /// counted now. The limit's refusal (to answer instead of the text), or nil.
+    public func useDeferredReadLimit(_ read: DeferredRead, now: Int64) -> EngineError? {
+        guard let use = read.limitUse else { return nil }
+        let ns = namespace(use.namespace)
+        defer { releaseIfIdle(ns, now: now) }
+        return useReadLimit(at: read.path, credentials: use.credentials, in: ns, now: now)
+    }
+
+    /// What a read over `--max-read-bytes` is refused with: what to do instead.
+    static func tooBigMessage(_ path: Path, budget: Int, shallow: Bool) -> String {
+        let remedy = shallow
+            ? "read it in parts, with a query that has a limit (orderBy with limitToFirst or limitToLast)"
+            : "read it in parts: with a query that has a limit (orderBy with limitToFirst or limitToLast), below it, or over REST with shallow=true for its keys"
+        return "the data at \(path) is larger than the \(budget) bytes one read may return (--max-read-bytes); \(remedy)"
     }
 
     /// A deferred read came out over the budget (the shell found it while serializing): counted

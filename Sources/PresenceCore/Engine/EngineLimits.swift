@@ -21,8 +21,9 @@ public struct EngineLimits: Sendable, Equatable {
     /// Namespaces that may hold data or rules at once (`--max-namespaces`). A namespace that holds
     /// neither and has no connection, listener or held op is released from memory.
     public var maxNamespaces: Int
-    /// A `g` (or a listen) whose answer passes this many bytes (about, as JSON) is answered as a
-    /// `DeferredRead` (a listen's data as `Outbound.listenData`):
+    /// A `g`, a listen, a REST `GET` or a stream whose answer passes this many bytes (about, as
+    /// JSON) is answered as a `DeferredRead` (a listen's or stream's data as `Outbound.listenData`,
+    /// a REST read as `DirectOutcome.slicedRead`):
     /// the shell computes and serializes it in slices between other clients' messages instead of
     /// holding the loop (`--slice-reads-over`). 0: every read is answered at once (the default in
     /// process, where nothing would slice it; the server's default is `serverSliceReadsOver`).

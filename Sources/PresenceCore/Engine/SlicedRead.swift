@@ -14,14 +14,38 @@ public struct DeferredRead: Sendable, Equatable {
     public let budget: Int
     /// The refusal, for an answer over the budget.
     public let refusal: String
+    /// How the answer is written.
+    public let form: Form
+    /// At a location a limit guards (the limits file): whose use to count once the text is known
+    /// to be within the budget (`Engine.useDeferredReadLimit`); nil elsewhere.
+    public let limitUse: LimitUse?
 
-    public init(path: Path, value: Node, spec: QuerySpec, filtered: Bool, budget: Int, refusal: String) {
+    /// The reader a guarded read's use is counted for.
+    public struct LimitUse: Sendable, Equatable {
+        public let namespace: String
+        public let credentials: Credentials
+    }
+
+    /// The JSON an answer is written as.
+    public enum Form: Sendable, Equatable {
+        /// With priorities (`.priority`, `.value`): the wire's data, REST `format=export`.
+        case export
+        /// Values only: REST, a stream's events.
+        case plain
+        /// REST `shallow=true`: the children's keys, each with its primitive value or `true`.
+        case shallow
+    }
+
+    public init(path: Path, value: Node, spec: QuerySpec, filtered: Bool, budget: Int, refusal: String, form: Form = .export,
+                limitUse: LimitUse? = nil) {
+        self.limitUse = limitUse
         self.path = path
         self.value = value
         self.spec = spec
         self.filtered = filtered
         self.budget = budget
         self.refusal = refusal
+        self.form = form
     }
 
     /// The whole answer at once (for callers without a loop to slice on: tests, fuzzing).
@@ -171,17 +195,24 @@ public struct SlicedRead {
         return nil
     }
 
+    private var exportFormat: Bool { read.form == .export }
+
     /// Writes a leaf whole, or a branch's opening and pushes it.
     private mutating func write(_ node: Node) {
+        // Shallow: the root's children are written as their primitive value or `true`.
+        if read.form == .shallow, stack.count == 1 {
+            if case .leaf(let leaf, _) = node { return Node.writeLeaf(leaf, into: &text) }
+            return text.append(contentsOf: "true".utf8)
+        }
         switch node {
         case .leaf:
-            node.writeJSON(into: &text, exportFormat: true)
+            node.writeJSON(into: &text, exportFormat: exportFormat)
         case let .branch(children, priority):
             if children.isEmpty { return text.append(contentsOf: "null".utf8) }
             // A small branch of leaves (a presence entry, a record) is written whole: a frame on the
-            // stack for each would cost more than writing it.
+            // stack for each would cost more than writing it (shallow or not, it reads the same).
             if children.count <= Self.wholeBranchLimit, children.values.allSatisfy({ !$0.hasChildren }) {
-                return node.writeJSON(into: &text, exportFormat: true)
+                return node.writeJSON(into: &text, exportFormat: exportFormat)
             }
             text.append(UInt8(ascii: "{"))
             if children.count > Self.sortedBranchLimit {
@@ -216,7 +247,7 @@ public struct SlicedRead {
 
     private mutating func close(_ priority: Priority?) {
         stack.removeLast()
-        if let priority {
+        if exportFormat, let priority {
             text.append(contentsOf: #",".priority":"#.utf8)
             Node.writeLeaf(priority.leaf, into: &text)
         }

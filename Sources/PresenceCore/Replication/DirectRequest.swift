@@ -21,6 +21,9 @@ public enum DirectAnswer {
 /// The outcome of a direct request.
 public enum DirectOutcome {
     case read(Result<Node, EngineError>)
+    /// A read too big to answer at once (`Engine.submitRead`'s `sliced`): the shell writes it in
+    /// slices. The rules allowed it; the budget is checked on the text.
+    case slicedRead(DeferredRead)
     case write(DirectWriteResult)
     case rules(Result<Void, EngineError>)
     /// The stream is open: its first message (the whole value) is queued for its connection.
@@ -31,6 +34,14 @@ public enum DirectOutcome {
     /// usage stored when the reset was ordered (on a cluster: in the replica it was ordered against,
     /// loaded first if this node had let the namespace go).
     case reset(Result<Bool, EngineError>)
+
+    /// A deferred read's outcome: the read, or its refusal by the rules.
+    init(_ deferred: Result<DeferredRead, EngineError>) {
+        switch deferred {
+        case .success(let read): self = .slicedRead(read)
+        case .failure(let error): self = .read(.failure(error))
+        }
+    }
 
     /// A read's result (nil for another kind).
     public var read: Result<Node, EngineError>? {
@@ -70,7 +81,7 @@ public struct DirectWriteResult {
 /// A direct request as the engine keeps it until it is answered (re-evaluated as it is after an
 /// abort).
 enum DirectRequest {
-    case read(Path, Credentials, QuerySpec, countsAsUse: Bool, shallow: Bool)
+    case read(Path, Credentials, QuerySpec, countsAsUse: Bool, shallow: Bool, sliced: DeferredRead.Form?)
     case write(Engine.DirectWrite, Path, Credentials, ifMatch: (path: Path, etag: String)?, readBack: Path?)
     /// A namespace's own rules document (its text); nil forgets it.
     case rules(document: String?)

@@ -4,17 +4,26 @@ import PresenceLoop
 import PresenceWire
 
 /// The open REST streaming reads (`Accept: text/event-stream`, §9.4): HTTP responses that stay
-/// open and carry Server-Sent Events as HTTP/1.1 chunks, one per `HTTP_WRITEABLE`, with a
-/// `keep-alive` event every `--stream-keep-alive` seconds. The HTTP route opens them (the engine
-/// checks the read); the outbound path hands them their engine messages.
+/// open and carry Server-Sent Events as HTTP/1.1 chunks, one per `HTTP_WRITEABLE` (at most
+/// `HTTPResponder.pieceBytes` of one per WRITEABLE), with a `keep-alive` event every
+/// `--stream-keep-alive` seconds. The HTTP route opens them (the engine checks the read); the
+/// outbound path hands them their engine messages.
+///
+/// The head goes out at the first WRITEABLE. A first event over `--slice-reads-over` (the engine
+/// hands it over as a big listen's data) is made in slices by `SlicedReplies` before it: later
+/// events wait behind it, in order, and a first event past `--max-read-bytes` is answered 413
+/// instead of the stream (`refuse`).
 final class EventStreams {
     private final class Stream {
         let id: UInt64
         let wsi: OpaquePointer
         let location: Path
-        var queue: [[UInt8]] = []
+        var queue: [ArraySlice<UInt8>] = []
         var queuedBytes = 0
         var ending = false
+        var headWritten = false
+        /// Its first event is being made in slices: nothing is written before it.
+        var firstPending = false
 
         init(id: UInt64, wsi: OpaquePointer, location: Path) {
             self.id = id
@@ -35,29 +44,57 @@ final class EventStreams {
     private let logger: Logger
     private var keepAliveTimer: LoopTimer?
     private let runtime: LoopRuntime
+    private let slices: SlicedReplies
+    /// A stream's first event came out over the read budget (or failed): it is no stream any
+    /// more; the owner answers `wsi` with the refusal and makes the engine forget `id`.
+    var refuse: ((_ id: UInt64, _ wsi: OpaquePointer, DeferredRead, EngineError) -> Void)?
 
-    init(configuration: ServerConfiguration, logger: Logger, runtime: LoopRuntime) {
+    init(configuration: ServerConfiguration, logger: Logger, runtime: LoopRuntime, slices: SlicedReplies) {
         maxQueuedBytes = configuration.maxQueuedBytes
         keepAliveMicroseconds = Int64(configuration.streamKeepAliveSeconds) * 1_000_000
         self.logger = logger
         self.runtime = runtime
+        self.slices = slices
     }
 
     var isOpen: Bool { !streams.isEmpty }
     var count: Int { streams.count }
 
-    /// Sends the stream's response head and registers it; false when lws failed (close it).
-    func begin(id: UInt64, wsi: OpaquePointer, location: Path) -> Bool {
-        // Chunked, so every event reaches the client as soon as it is written.
-        let head = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("transfer-encoding", "chunked")]
-        guard LWSWrite.httpHead(status: 200, headers: head, contentLength: nil, to: wsi) else { return false }
+    /// Registers the stream; its head goes out at its first WRITEABLE (after its first event, if
+    /// that is made in slices).
+    func begin(id: UInt64, wsi: OpaquePointer, location: Path) {
         // A stream lives until the client goes away: no lws timeout, and its socket is polled for
         // input only while an event waits to be written (`checkPeers` notices a client leaving).
         LWSWrite.keepOpen(wsi)
-        LWSWrite.pauseHTTP(wsi)
         streams[id] = Stream(id: id, wsi: wsi, location: location)
         byWSI[wsi] = id
+        LWSWrite.requestHTTPWriteable(wsi)
         armKeepAlive()
+    }
+
+    /// A stream's first event too big to make at once: made in slices, the stream's other events
+    /// wait behind it. False when `id` is not a stream.
+    func enqueueFirst(_ read: DeferredRead, for id: UInt64) -> Bool {
+        guard let stream = streams[id] else { return false }
+        guard !stream.ending else { return true }
+        stream.firstPending = true
+        let (prefix, suffix) = ServerSentEvents.dataEnvelope(path: read.path, location: stream.location)
+        slices.enqueue(read, prefix: prefix, suffix: suffix, for: id) { [unowned self] outcome in
+            guard let stream = streams[id] else { return }
+            stream.firstPending = false
+            switch outcome {
+            case .success(let event):
+                // A chunk without copying the event: its size line, the event, its end.
+                let head = Self.chunkHead(event.count)
+                stream.queue.insert(contentsOf: [head[...], event[...], [13, 10]], at: 0)
+                stream.queuedBytes += head.count + event.count + 2
+                LWSWrite.requestHTTPWriteable(stream.wsi)
+            case .failure(let error):
+                streams.removeValue(forKey: id)
+                byWSI.removeValue(forKey: stream.wsi)
+                refuse?(id, stream.wsi, read, error)
+            }
+        }
         return true
     }
 
@@ -83,24 +120,25 @@ final class EventStreams {
         append(events.chunk, to: stream)
         if ends {
             stream.ending = true
-            stream.queue.append(Self.lastChunk)
+            stream.queue.append(Self.lastChunk[...])
         }
         if stream.queuedBytes > maxQueuedBytes {
             logger.warning("closing stream \(stream.id): it does not read fast enough (\(stream.queuedBytes) bytes queued)")
             stream.queue.removeAll()
             stream.queuedBytes = 0
             stream.ending = true
+            if stream.firstPending { slices.forget(stream.id) }
             // It leaves the engine now (no more pushes computed for it), and its socket, full,
             // is dropped in a second if the last chunk cannot be written.
             dropped.append(stream.id)
             LWSWrite.drop(stream.wsi, afterSeconds: 1)
         }
-        LWSWrite.requestHTTPWriteable(stream.wsi)
+        if !stream.firstPending { LWSWrite.requestHTTPWriteable(stream.wsi) }
         return true
     }
 
     private func append(_ bytes: [UInt8], to stream: Stream) {
-        stream.queue.append(bytes)
+        stream.queue.append(bytes[...])
         stream.queuedBytes += bytes.count
     }
 
@@ -108,15 +146,36 @@ final class EventStreams {
     /// is not a stream.
     func writeable(_ wsi: OpaquePointer) -> Int32? {
         guard let id = byWSI[wsi], let stream = streams[id] else { return nil }
-        guard !stream.queue.isEmpty else {
-            if stream.ending { return -1 }
+        if stream.ending, stream.queue.isEmpty { return -1 }
+        if stream.firstPending {
             LWSWrite.pauseHTTP(wsi)
             return 0
         }
-        let event = stream.queue.removeFirst()
+        if !stream.headWritten {
+            // Chunked, so every event reaches the client as soon as it is written.
+            let head = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("transfer-encoding", "chunked")]
+            guard LWSWrite.httpHead(status: 200, headers: head, contentLength: nil, to: wsi) else { return -1 }
+            stream.headWritten = true
+            if !stream.queue.isEmpty || stream.ending { LWSWrite.requestHTTPWriteable(wsi) } else { LWSWrite.pauseHTTP(wsi) }
+            return 0
+        }
+        guard !stream.queue.isEmpty else {
+            LWSWrite.pauseHTTP(wsi)
+            return 0
+        }
+        // At most a piece of a big event per WRITEABLE; the rest stays first in the queue.
+        let front = stream.queue[0]
+        let event = front.prefix(HTTPResponder.pieceBytes)
+        if event.count == front.count { stream.queue.removeFirst() } else { stream.queue[0] = front.dropFirst(event.count) }
         stream.queuedBytes -= event.count
-        guard LWSWrite.httpBody(event, final: false, to: wsi) else { return -1 }
-        if !stream.queue.isEmpty || stream.ending { LWSWrite.requestHTTPWriteable(wsi) } else { LWSWrite.pauseHTTP(wsi) }
+        guard LWSWrite.httpBody(Array(event), final: false, to: wsi) else { return -1 }
+        // While lws holds part of the write, polling must stay on to flush it: paused, its rest would
+        // wait for the next event or keep-alive (a big first event written at once: 30 s).
+        if !stream.queue.isEmpty || stream.ending || LWSWrite.isBuffered(wsi) {
+            LWSWrite.requestHTTPWriteable(wsi)
+        } else {
+            LWSWrite.pauseHTTP(wsi)
+        }
         return 0
     }
 
@@ -130,7 +189,7 @@ final class EventStreams {
     /// The stream's socket closed: its id, for the engine to forget; nil when it was no stream.
     func closed(_ wsi: OpaquePointer) -> UInt64? {
         guard let id = byWSI.removeValue(forKey: wsi) else { return nil }
-        streams.removeValue(forKey: id)
+        if streams.removeValue(forKey: id)?.firstPending == true { slices.forget(id) }
         return id
     }
 
@@ -139,6 +198,10 @@ final class EventStreams {
     func checkPeers() {
         for stream in streams.values where !stream.ending && LWSRead.peerLeftOrSpoke(stream.wsi) {
             stream.ending = true
+            if stream.firstPending {
+                stream.firstPending = false
+                slices.forget(stream.id)
+            }
             stream.queue.removeAll()
             stream.queuedBytes = 0
             LWSWrite.requestHTTPWriteable(stream.wsi)
@@ -152,7 +215,7 @@ final class EventStreams {
                 let keepAlive = Self.chunk(ServerSentEvents.keepAlive)
                 for stream in streams.values where !stream.ending {
                     append(keepAlive, to: stream)
-                    LWSWrite.requestHTTPWriteable(stream.wsi)
+                    if !stream.firstPending { LWSWrite.requestHTTPWriteable(stream.wsi) }
                 }
                 keepAliveTimer?.schedule(afterMicroseconds: keepAliveMicroseconds)
             }
@@ -161,10 +224,12 @@ final class EventStreams {
     }
 
     /// One HTTP/1.1 chunk.
-    static func chunk(_ text: String) -> [UInt8] {
-        let body = Array(text.utf8)
-        return Array(String(body.count, radix: 16).utf8) + [13, 10] + body + [13, 10]
-    }
+    static func chunk(_ text: String) -> [UInt8] { chunk(Array(text.utf8)) }
+
+    static func chunk(_ body: [UInt8]) -> [UInt8] { chunkHead(body.count) + body + [13, 10] }
+
+    /// A chunk's size line.
+    static func chunkHead(_ count: Int) -> [UInt8] { Array(String(count, radix: 16).utf8) + [13, 10] }
 
     /// The last chunk, sent before a stream ends.
     static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)

@@ -24,6 +24,7 @@ final class HTTPRoute {
     private let storage: StorageLink
     private var bodies: RequestBodies<OpaquePointer>
     private let pending = PendingAnswers()
+    private let slicedReads: SlicedHTTPReads
     /// Operator requests waiting for the other nodes (a token each: lws may reuse a closed `wsi`).
     private var operatorWaits: [OpaquePointer: UInt64] = [:]
     private var operatorTokens: UInt64 = 0
@@ -33,7 +34,7 @@ final class HTTPRoute {
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, table: ConnectionTable,
          responder: HTTPResponder, streams: EventStreams, operators: OperatorAPI, steps: EngineSteps, storage: StorageLink,
-         runtime: LoopRuntime) {
+         slices: SlicedReplies, runtime: LoopRuntime) {
         self.logger = logger
         self.engine = engine
         self.rest = rest
@@ -46,8 +47,11 @@ final class HTTPRoute {
         bodies = RequestBodies(limits: .init(maxBodyBytes: configuration.maxMessageBytes, maxPendingBytes: configuration.maxPendingBodyBytes,
                                              timeoutMilliseconds: Int64(configuration.httpTimeoutSeconds) * 1_000,
                                              minBytesPerSecond: Self.minBodyBytesPerSecond))
+        slicedReads = SlicedHTTPReads(engine: engine, slices: slices, responder: responder, table: table, steps: steps, logger: logger,
+                                      runtime: runtime)
         deadlineTimer = runtime.makeTimer { [unowned self] in expireBodies() }
         steps.onDirectOutcomes = { [unowned self] outcomes, sequence in deliver(outcomes, after: sequence) }
+        streams.refuse = { [unowned self] id, wsi, read, error in refuseStream(id, wsi: wsi, read: read, error) }
     }
 
     /// A body's deadline allows its length at this rate (512 kbit/s) on top of `--http-timeout`.
@@ -92,14 +96,23 @@ final class HTTPRoute {
         return respond(wsi, answer)
     }
 
-    /// A REST answer: a response now, or (replicated) one made when the ticket's outcome arrives.
+    /// A REST answer: a response now, a big read's made in slices, or (replicated) one made when
+    /// the ticket's outcome arrives.
     private func respond(_ wsi: OpaquePointer, _ answer: RESTAnswer) -> Int32 {
-        switch answer {
-        case .response(let response):
-            return responder.respond(wsi, response, after: steps.run())
-        case let .pending(ticket, finish):
+        if case let .pending(ticket, finish) = answer {
             wait(for: ticket, .response(wsi, finish))
             return 0
+        }
+        self.answer(wsi, answer, after: steps.run())
+        return 0
+    }
+
+    /// A response, or a big read's to make in slices, written once step `sequence` is durable.
+    private func answer(_ wsi: OpaquePointer, _ answer: RESTAnswer, after sequence: UInt64?) {
+        switch answer {
+        case .response(let response): _ = responder.respond(wsi, response, after: sequence)
+        case .sliced(let sliced): slicedReads.start(sliced, on: wsi, after: sequence)
+        case .pending: _ = responder.respond(wsi, RESTAnswer.mismatch, after: sequence)
         }
     }
 
@@ -118,15 +131,15 @@ final class HTTPRoute {
             case nil:
                 continue // the client left meanwhile
             case let .response(wsi, finish)?:
-                _ = responder.respond(wsi, finish(outcome), after: sequence)
+                answer(wsi, finish(outcome), after: sequence)
             case let .stream(wsi, id, request)?:
                 switch outcome.done {
                 case .success?:
-                    if !begin(id: id, wsi: wsi, request) { LWSWrite.drop(wsi) }
+                    begin(id: id, wsi: wsi, request)
                 case .failure(let error)?:
                     _ = responder.respond(wsi, .refusal(for: error), after: sequence)
                 case nil:
-                    _ = responder.respond(wsi, .error(500, "Internal error: the stream's outcome is of another kind"), after: sequence)
+                    _ = responder.respond(wsi, RESTAnswer.mismatch, after: sequence)
                 }
             }
         }
@@ -258,31 +271,40 @@ final class HTTPRoute {
         case .now(.stream(.failure(let error))):
             return responder.respond(wsi, .refusal(for: error), after: steps.run())
         case .now:
-            guard begin(id: id, wsi: wsi, request) else { return -1 }
+            begin(id: id, wsi: wsi, request)
             steps.run()
             return 0
         }
     }
 
-    /// The stream's head goes out and it takes its engine messages; false when lws failed (the
-    /// engine forgets it; close the connection).
-    private func begin(id: UInt64, wsi: OpaquePointer, _ request: StreamRequest) -> Bool {
-        guard streams.begin(id: id, wsi: wsi, location: request.path) else {
-            engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
-            return false
-        }
+    /// The stream takes its engine messages; its head goes out at its first WRITEABLE.
+    private func begin(id: UInt64, wsi: OpaquePointer, _ request: StreamRequest) {
+        streams.begin(id: id, wsi: wsi, location: request.path)
         logger.info("stream opened", metadata: ["stream": "\(id)", "path": "\(request.path)", "ns": "\(request.namespace)"])
-        return true
+    }
+
+    /// A stream whose first event came out over `--max-read-bytes`: answered with the refusal
+    /// (413) instead, before its head; the engine counts it and forgets the stream.
+    private func refuseStream(_ id: UInt64, wsi: OpaquePointer, read: DeferredRead, _ error: EngineError) {
+        var refusal = error
+        if case .tooBig(let message) = error {
+            refusal = engine.refusedDeferredListen(ConnectionID(id), read: read, tag: nil, message: message)
+        }
+        engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
+        _ = responder.respond(wsi, .refusal(for: refusal))
+        logger.info("stream refused", metadata: ["stream": "\(id)", "path": "\(read.path)"])
+        steps.run()
     }
 
     func writeable(_ wsi: OpaquePointer) -> Int32 {
-        streams.writeable(wsi) ?? responder.writeable(wsi)
+        slicedReads.writeable(wsi) ?? streams.writeable(wsi) ?? responder.writeable(wsi)
     }
 
     /// `CLOSED_HTTP`: a response connection or a stream went away.
     func closed(_ wsi: OpaquePointer) {
         MaskTap.closed(wsi)
         responder.closed(wsi)
+        slicedReads.closed(wsi)
         bodies.closed(wsi)
         operatorWaits[wsi] = nil
         if case .stream(_, let waiting, _)? = pending.closed(wsi) {

@@ -39,7 +39,7 @@ extension OperatorAPI {
         }
         switch engine.submitLimitReset(key, now: now()) {
         case .now(let outcome): return .response(finish(outcome))
-        case .later(let ticket): return .pending(ticket, finish)
+        case .later(let ticket): return .pending(ticket, { .response(finish($0)) })
         }
     }
 }

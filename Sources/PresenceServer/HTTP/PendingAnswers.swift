@@ -7,8 +7,8 @@ import PresenceWire
 /// ticket, and by connection so that a client that leaves first is forgotten.
 final class PendingAnswers {
     enum Waiter {
-        /// A response made from the outcome.
-        case response(OpaquePointer, (DirectOutcome) -> HTTPResponse)
+        /// An answer made from the outcome.
+        case response(OpaquePointer, (DirectOutcome) -> RESTAnswer)
         /// A stream that opens on a successful outcome (engine connection `id`).
         case stream(OpaquePointer, id: UInt64, request: StreamRequest)
 

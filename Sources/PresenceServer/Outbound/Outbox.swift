@@ -72,7 +72,9 @@ final class Outbox {
             return
         }
         if case .listenData(let number, let read, let tag) = message {
-            for recipient in recipients where table[recipient.raw]?.closing == nil {
+            for recipient in recipients {
+                if streams.isOpen, streams.enqueueFirst(read, for: recipient.raw) { continue }
+                guard table[recipient.raw]?.closing == nil else { continue }
                 slices.enqueueListen(read, number: number, tag: tag, waitsFor: barrier, for: recipient.raw)
             }
             return

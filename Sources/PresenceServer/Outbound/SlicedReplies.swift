@@ -36,15 +36,18 @@ final class SlicedReplies {
     /// Units of `SlicedRead` work (a child offered, a node written) between two looks at the clock.
     static let workPerStep = 256
 
-    /// What a read in slices answers: a `g`'s reply, or a listen's data (then its ok reply).
+    /// What a read in slices answers: a `g`'s reply, a listen's data (then its ok reply), or an
+    /// HTTP answer (a REST `GET`, a stream's first event) whose text or refusal goes to its owner.
     enum Answer {
         case reply(number: Int)
         case listen(number: Int?, tag: Int?)
+        case handOver((Result<[UInt8], EngineError>) -> Void)
 
         var replyNumber: Int? {
             switch self {
             case .reply(let number): number
             case .listen(let number, _): number
+            case .handOver: nil
             }
         }
     }
@@ -59,6 +62,10 @@ final class SlicedReplies {
     var refuse: ((UInt64, String) -> EngineError)?
     /// The same for a listen's data (the engine also drops the listen).
     var refuseListen: ((UInt64, DeferredRead, Int?, String) -> EngineError)?
+    /// Counts the use of a read at a location a limit guards once its text is made within the
+    /// budget (`Engine.useDeferredReadLimit`): the limit's refusal, answered instead, or nil; and
+    /// the storage step the answer then waits for (the use made durable).
+    var admit: ((UInt64, DeferredRead) -> (EngineError?, UInt64?))?
     /// Charges loop time spent on a connection's read to its message budget.
     var charge: ((UInt64, UInt64) -> Void)?
 
@@ -82,6 +89,13 @@ final class SlicedReplies {
     func enqueueListen(_ read: DeferredRead, number: Int?, tag: Int?, waitsFor: UInt64?, for id: UInt64) {
         let (prefix, suffix) = OutboundEncoder.dataEnvelope(path: read.path, tag: tag)
         enqueue(.read(SlicedRead(read, prefix: prefix, suffix: suffix), .listen(number: number, tag: tag), waitsFor: waitsFor), for: id)
+    }
+
+    /// A read for HTTP connection `id` (an id of its own, not a WebSocket's): its text, `prefix` +
+    /// the answer + `suffix`, or its refusal (not counted: the owner does that) goes to `done`.
+    func enqueue(_ read: DeferredRead, prefix: [UInt8] = [], suffix: [UInt8] = [], for id: UInt64,
+                 done: @escaping (Result<[UInt8], EngineError>) -> Void) {
+        enqueue(.read(SlicedRead(read, prefix: prefix, suffix: suffix), .handOver(done), waitsFor: nil), for: id)
     }
 
     private func enqueue(_ item: Item, for id: UInt64) {
@@ -142,10 +156,17 @@ final class SlicedReplies {
         case .read(var read, let answer, let waitsFor):
             items[0] = .message(frames: [], reply: nil, waitsFor: nil)  // keeps `read` unique while it works
             if let outcome = read.step(work: Self.workPerStep) {
-                switch outcome {
-                case .success(let text):
+                switch (outcome, answer) {
+                case (_, .handOver(let done)):
+                    done(outcome)  // its owner writes it (an HTTP body, a stream's event)
+                case (.success(let text), _) where read.read.limitUse != nil:
+                    let (refusal, stored) = admit?(id, read.read) ?? (nil, nil)
+                    let after = [waitsFor, stored].compactMap { $0 }.max()
+                    items[0] = refusal.map { refused(read.read, answer, $0, waitsFor: after, for: id) }
+                        ?? .framing(Framing(text), answer, waitsFor: after)
+                case (.success(let text), _):
                     items[0] = .framing(Framing(text), answer, waitsFor: waitsFor)
-                case .failure(let error):
+                case (.failure(let error), _):
                     items[0] = refused(read.read, answer, error, waitsFor: waitsFor, for: id)
                 }
             } else {
@@ -164,6 +185,8 @@ final class SlicedReplies {
                         let ok = OutboundEncoder.encode(.reply(number: number, result: .success(.emptyObject)))
                         items.insert(.message(frames: OutFrame.frames(for: ok) ?? [], reply: number, waitsFor: waitsFor), at: 1)
                     }
+                case .handOver:
+                    break  // handed over when its text was done
                 }
             } else {
                 items[0] = .framing(framing, answer, waitsFor: waitsFor)
@@ -190,6 +213,7 @@ final class SlicedReplies {
             switch answer {
             case .reply: if let refuse { refusal = refuse(id, message) }
             case .listen(_, let tag): if let refuseListen { refusal = refuseListen(id, read, tag, message) }
+            case .handOver: break
             }
         }
         let number = answer.replyNumber

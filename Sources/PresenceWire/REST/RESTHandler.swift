@@ -25,6 +25,7 @@ public final class RESTHandler {
     public func handle(_ request: HTTPRequest, now: Int64) -> HTTPResponse {
         switch respond(request, now: now) {
         case .response(let response): return response
+        case .sliced(let sliced): return sliced.response(for: sliced.read.resolved())
         case .pending: return .error(503, "This node answers through the log; retry")
         }
     }
@@ -171,9 +172,16 @@ public final class RESTHandler {
     func get(_ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> RESTAnswer {
         let query: QuerySpec
         do { query = try QuerySpec(rest: request.query) } catch { return .response(.error(400, error.description)) }
+        let shallow = request.query["shallow"] == "true"
+        // A big answer is written in slices, unless its ETag is asked for (a hash of the whole value).
+        let form: DeferredRead.Form? = wantsETag(request) || request.headers["if-none-match"] != nil ? nil
+            : shallow ? .shallow : request.query["format"] == "export" ? .export : .plain
         let answer = engine.submitRead(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
-                                       shallow: request.query["shallow"] == "true")
-        return RESTAnswer(answer) { [self] outcome in render(read: outcome.read, request: request) }
+                                       shallow: shallow, sliced: form)
+        return RESTAnswer(answer, answering: { [self] outcome in
+            if case .slicedRead(let read) = outcome { return .sliced(SlicedResponse(read: read, pretty: request.query["print"] == "pretty")) }
+            return .response(render(read: outcome.read, request: request))
+        })
     }
 
     /// A `GET`'s response for the read's result.

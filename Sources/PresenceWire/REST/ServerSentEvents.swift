@@ -35,6 +35,15 @@ public enum ServerSentEvents {
         }
     }
 
+    /// The text around a `put` event's data, for data written elsewhere (a big first event made in
+    /// slices): the same event `events(for: .data…)` makes.
+    public static func dataEnvelope(path: Path, location: Path) -> (prefix: [UInt8], suffix: [UInt8]) {
+        var prefix = "event: put\ndata: {\"path\":"
+        JSONWriter.writeString(relative(path, to: location), into: &prefix)
+        prefix += ",\"data\":"
+        return (Array(prefix.utf8), Array("}\n\n".utf8))
+    }
+
     public static let keepAlive = event("keep-alive", "null")
 
     static func event(_ name: String, _ data: String) -> String { "event: \(name)\ndata: \(data)\n\n" }
