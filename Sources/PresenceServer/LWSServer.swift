@@ -88,9 +88,11 @@ public final class LWSServer: @unchecked Sendable {
         let throttle = InboundThrottle(
             table: table, logger: logger, metrics: metrics, runtime: runtime,
             pushback: WriterPushback(maxPendingWrites: configuration.pushbackPendingWrites, maxQueuedBytes: configuration.pushbackQueuedBytes),
+            stalledPushbackMilliseconds: configuration.pushbackStallMilliseconds,
             backlog: { [unowned storageLink, unowned outboundPath] in
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
             })
+        throttle.dropSlowestReaders = { [unowned outboundPath] target in outboundPath.dropSlowestReaders(downTo: target) }
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
         slices.refuseListen = { id, read, tag, message in
             engine.refusedDeferredListen(ConnectionID(id), read: read, tag: tag, message: message)

@@ -18,7 +18,7 @@ enum ConfigFile {
         // Floods and slow clients (docs/robustness.md)
         "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
         // Past saturation (docs/performance.md, issue 17)
-        "pushback-pending-writes", "pushback-queued-bytes",
+        "pushback-pending-writes", "pushback-queued-bytes", "pushback-stall-seconds",
     ]).union(ClusterOptions.flagNames)
     static let booleanFlags: Set<String> = ["insecure"]
 

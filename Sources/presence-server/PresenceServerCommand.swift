@@ -80,6 +80,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Past saturation: bytes queued for sockets, all connections together, over which the server stops reading from WebSocket connections that write, until half have gone out. 0 = off.")
     var pushbackQueuedBytes = ServerConfiguration().pushbackQueuedBytes
 
+    @Option(help: "Past saturation: seconds push-back on queued bytes may last without draining; then the connections holding the most queued bytes (readers that do not read) are closed as slow readers, so they cannot hold writers paused.")
+    var pushbackStallSeconds = Double(ServerConfiguration().pushbackStallMilliseconds) / 1000
+
     @Option(help: "REST request bodies the server reads at once, in bytes, all connections together (reserved from Content-Length when a request's head arrives); a request that would go over is answered 503 with Retry-After.")
     var maxPendingBodyBytes = 32 * 1_048_576
 
@@ -218,6 +221,7 @@ struct PresenceServerCommand: ParsableCommand {
         guard pushbackPendingWrites >= 0, pushbackQueuedBytes >= 0 else {
             throw ValidationError("--pushback-pending-writes and --pushback-queued-bytes must be 0 (off) or more")
         }
+        guard (0.1...3600).contains(pushbackStallSeconds) else { throw ValidationError("--pushback-stall-seconds must be between 0.1 and 3600") }
         guard (1...3600).contains(httpTimeout) else { throw ValidationError("--http-timeout must be between 1 and 3600 seconds") }
         if !onlineLocation.isEmpty {
             do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {
@@ -286,7 +290,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-messages-per-second", .number(Double(maxMessagesPerSecond))), ("message-burst", .number(Double(messageBurst))),
             ("max-queued-bytes", .number(Double(maxQueuedBytes))),
             ("pushback-pending-writes", .number(Double(pushbackPendingWrites))),
-            ("pushback-queued-bytes", .number(Double(pushbackQueuedBytes))),
+            ("pushback-queued-bytes", .number(Double(pushbackQueuedBytes))), ("pushback-stall-seconds", .number(pushbackStallSeconds)),
             ("ping-interval", .number(Double(pingInterval))), ("idle-timeout", .number(Double(idleTimeout))),
             ("rx-buffer", .number(Double(rxBuffer))), ("disconnect-grace", .number(disconnectGrace)),
             ("stream-keep-alive", .number(Double(streamKeepAlive))), ("data-dir", .string(dataDir)),
@@ -366,6 +370,7 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.maxQueuedBytes = maxQueuedBytes
         configuration.pushbackPendingWrites = pushbackPendingWrites
         configuration.pushbackQueuedBytes = pushbackQueuedBytes
+        configuration.pushbackStallMilliseconds = Int64((pushbackStallSeconds * 1000).rounded())
         configuration.pingIntervalSeconds = pingInterval
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.rxBufferBytes = rxBuffer

@@ -240,9 +240,22 @@ final class Outbox {
         _ = due.take(for: connection)
     }
 
-    private func dropSlowReader(_ connection: ShellConnection) {
+    /// Push-back on queued bytes has lasted without the backlog draining: the bytes wait for
+    /// sockets that are not read, and writers paused for them would wait forever (readers that
+    /// never read, each under `--max-queued-bytes`, can hold the whole backlog). The connections
+    /// holding the most are dropped as slow readers until the backlog is back to `target`.
+    func dropSlowestReaders(downTo target: Int) {
+        guard backlogBytes > target else { return }
+        let holding = table.all.filter { $0.queue.bytes > 0 }.sorted { $0.queue.bytes > $1.queue.bytes }
+        for connection in holding {
+            guard backlogBytes > target else { break }
+            dropSlowReader(connection, while: ", while the server is past saturation and they do not drain")
+        }
+    }
+
+    private func dropSlowReader(_ connection: ShellConnection, while context: String = "") {
         let queued = connection.queue.bytes + due.bytes(for: connection)
-        logger.warning("closing connection \(connection.id): it does not read fast enough (\(queued) bytes queued)")
+        logger.warning("closing connection \(connection.id): it does not read fast enough (\(queued) bytes queued\(context))")
         clearQueue(of: connection)
         _ = due.take(for: connection)
         connection.lane = DeliveryLane()

@@ -21,16 +21,25 @@ final class InboundThrottle {
     private var logs = RefusalLog()
     private var pushbackLogs = RefusalLog()
     private var pushback: WriterPushback
+    /// When push-back began (nil: not pushing back): if the queued bytes have not drained after
+    /// `stalledPushbackMilliseconds`, they wait for sockets nobody reads.
+    private var pushbackSince: Int64?
+    /// `--pushback-stall-seconds`.
+    private let stalledPushbackMilliseconds: Int64
+    /// Drops the connections holding the most queued bytes until the backlog is back to the
+    /// given size (`Outbox.dropSlowestReaders`).
+    var dropSlowestReaders: (_ target: Int) -> Void = { _ in }
     /// What the server has queued now (writes not yet durable, outbound bytes).
     private let backlog: () -> WriterPushback.Backlog
 
     init(table: ConnectionTable, logger: Logger, metrics: ServerMetrics, runtime: LoopRuntime,
-         pushback: WriterPushback = WriterPushback(maxPendingWrites: 0, maxQueuedBytes: 0),
+         pushback: WriterPushback = WriterPushback(maxPendingWrites: 0, maxQueuedBytes: 0), stalledPushbackMilliseconds: Int64 = 1_000,
          backlog: @escaping () -> WriterPushback.Backlog = { WriterPushback.Backlog() }) {
         self.table = table
         self.logger = logger
         self.metrics = metrics
         self.pushback = pushback
+        self.stalledPushbackMilliseconds = max(1, stalledPushbackMilliseconds)
         self.backlog = backlog
         timer = runtime.makeTimer { [unowned self] in
             timerDueAt = nil
@@ -46,6 +55,11 @@ final class InboundThrottle {
     /// saturation.
     func wrote(_ connection: ShellConnection) {
         guard pushback.isEnabled, connection.closing == nil, pushback.wrote(connection.id, backlog: backlog()) else { return }
+        if pushbackSince == nil {
+            let now = WallClock.nowMilliseconds()
+            pushbackSince = now
+            arm(now + stalledPushbackMilliseconds, now: now)
+        }
         if pushback.paused.count == 1 {
             let now = WallClock.nowMilliseconds()
             let queued = backlog()
@@ -66,6 +80,7 @@ final class InboundThrottle {
     func backlogChanged() -> Bool {
         guard pushback.isPushingBack else { return false }
         let resumed = pushback.backlogChanged(backlog())
+        if !pushback.isPushingBack { pushbackSince = nil }
         guard !resumed.isEmpty else { return false }
         let now = WallClock.nowMilliseconds()
         for id in resumed {
@@ -124,6 +139,27 @@ final class InboundThrottle {
                 next = min(next ?? at, at)
             }
         }
+        if let since = pushbackSince {
+            let due = since + stalledPushbackMilliseconds
+            if !pushback.isPushingBack {
+                pushbackSince = nil
+            } else if now >= due {
+                relieveStalledPushback(now: now)
+                next = min(next ?? now + stalledPushbackMilliseconds, now + stalledPushbackMilliseconds)
+            } else {
+                next = min(next ?? due, due)
+            }
+        }
         if let next { arm(next, now: now) }
+    }
+
+    /// Push-back has lasted `stalledPushbackMilliseconds`: when it is the queued bytes that have not
+    /// drained (not writes waiting for the disk, which drain by themselves), the readers holding
+    /// them are dropped; the end of the turn then resumes the writers (`backlogChanged`).
+    private func relieveStalledPushback(now: Int64) {
+        pushbackSince = now
+        let target = pushback.maxQueuedBytes / 2
+        guard pushback.maxQueuedBytes > 0, backlog().queuedBytes > target else { return }
+        dropSlowestReaders(target)
     }
 }
