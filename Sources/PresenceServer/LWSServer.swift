@@ -81,16 +81,17 @@ public final class LWSServer: @unchecked Sendable {
         let slices = SlicedReplies(runtime: runtime)
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime, slices: slices)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams,
-                        slices: slices)
+                        slices: slices, stalledAfterMilliseconds: configuration.pushbackStallMilliseconds)
         steps = EngineSteps(engine: engine, metrics: metrics, storage: self.storage, outbox: outbox, limitEventLog: limitEventLog,
                             runtime: runtime, cluster: cluster)
         let storageLink = self.storage, outboundPath = outbox
         let throttle = InboundThrottle(
             table: table, logger: logger, metrics: metrics, runtime: runtime,
             pushback: WriterPushback(maxPendingWrites: configuration.pushbackPendingWrites, maxQueuedBytes: configuration.pushbackQueuedBytes),
-            stalledPushbackMilliseconds: configuration.pushbackStallMilliseconds,
+            stalledPushbackMilliseconds: 10 * configuration.pushbackStallMilliseconds,
             backlog: { [unowned storageLink, unowned outboundPath] in
-                WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites, queuedBytes: outboundPath.backlogBytes)
+                WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites,
+                                       queuedBytes: outboundPath.drainableBacklogBytes(over: configuration.pushbackQueuedBytes / 2))
             })
         throttle.dropSlowestReaders = { [unowned outboundPath] target in outboundPath.dropSlowestReaders(downTo: target) }
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }

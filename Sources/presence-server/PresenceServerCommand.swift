@@ -80,7 +80,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Past saturation: bytes queued for sockets, all connections together, over which the server stops reading from WebSocket connections that write, until half have gone out. 0 = off.")
     var pushbackQueuedBytes = ServerConfiguration().pushbackQueuedBytes
 
-    @Option(help: "Past saturation: seconds push-back on queued bytes may last without draining; then the connections holding the most queued bytes (readers that do not read) are closed as slow readers, so they cannot hold writers paused.")
+    @Option(help: "A connection whose queued frames have not moved for this many seconds is a reader that does not read: its bytes no longer count toward --pushback-queued-bytes (they are bounded by --max-queued-bytes), and push-back that has not drained after ten times as long closes the connections holding the most, so readers cannot hold writers paused.")
     var pushbackStallSeconds = Double(ServerConfiguration().pushbackStallMilliseconds) / 1000
 
     @Option(help: "REST request bodies the server reads at once, in bytes, all connections together (reserved from Content-Length when a request's head arrives); a request that would go over is answered 503 with Retry-After.")
@@ -221,7 +221,7 @@ struct PresenceServerCommand: ParsableCommand {
         guard pushbackPendingWrites >= 0, pushbackQueuedBytes >= 0 else {
             throw ValidationError("--pushback-pending-writes and --pushback-queued-bytes must be 0 (off) or more")
         }
-        guard (0.1...3600).contains(pushbackStallSeconds) else { throw ValidationError("--pushback-stall-seconds must be between 0.1 and 3600") }
+        guard (0.01...3600).contains(pushbackStallSeconds) else { throw ValidationError("--pushback-stall-seconds must be between 0.01 and 3600") }
         guard (1...3600).contains(httpTimeout) else { throw ValidationError("--http-timeout must be between 1 and 3600 seconds") }
         if !onlineLocation.isEmpty {
             do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {

@@ -26,6 +26,7 @@ final class Outbox {
     @exclusivity(unchecked) private var due = DueFrames<ShellConnection>()
     @exclusivity(unchecked) private var batch = FrameBatch()
     private var dropped: [UInt64] = []
+    private var stalled: StalledQueues
     /// lws timeouts were set outside an lws callback (at the turn's end): lws must be woken to arm
     /// them (`LoopRuntime.wake`).
     private(set) var needsLWSWake = false
@@ -37,7 +38,8 @@ final class Outbox {
     let slices: SlicedReplies
 
     init(maxQueuedBytes: Int, logger: Logger, metrics: ServerMetrics, table: ConnectionTable, streams: EventStreams,
-         slices: SlicedReplies) {
+         slices: SlicedReplies, stalledAfterMilliseconds: Int64 = 100) {
+        stalled = StalledQueues(stalledAfterMilliseconds: stalledAfterMilliseconds)
         self.maxQueuedBytes = maxQueuedBytes
         self.logger = logger
         self.metrics = metrics
@@ -201,18 +203,29 @@ final class Outbox {
     /// are pushed back on, `WriterPushback`).
     var backlogBytes: Int { queuedBytes + due.totalBytes }
 
+    /// `backlogBytes` without what waits for stalled sockets (`StalledQueues`): what push-back on
+    /// writers can make drain. Worked out only past `threshold` (below it, `backlogBytes` is enough).
+    func drainableBacklogBytes(over threshold: Int) -> Int {
+        let all = backlogBytes
+        guard all > threshold else { return all }
+        return all - stalled.stalledBytes(now: WallClock.nowMilliseconds()) { [table] id in table[id]?.queue.bytes ?? 0 }
+    }
+
     private func enqueue(_ frame: OutFrame, on connection: ShellConnection) {
+        if connection.queue.isEmpty { stalled.moved(connection.id, now: WallClock.nowMilliseconds()) }
         connection.queue.append(frame)
         queuedBytes += frame.payloadCount
     }
 
     private func dequeue(from connection: ShellConnection) {
         if let frame = connection.queue.popFirst() { queuedBytes -= frame.payloadCount }
+        if connection.queue.isEmpty { stalled.emptied(connection.id) } else { stalled.moved(connection.id, now: WallClock.nowMilliseconds()) }
     }
 
     private func clearQueue(of connection: ShellConnection) {
         queuedBytes -= connection.queue.bytes
         connection.queue.removeAll()
+        stalled.emptied(connection.id)
     }
 
     /// Storage made every step up to `sequence` durable: release the acks held for them, and what

@@ -20,9 +20,10 @@ public struct ServerConfiguration: Sendable {
     /// one core's saturation (30–40k writes/s); normal load keeps a few hundred.
     public var pushbackPendingWrites = 5_000
     public var pushbackQueuedBytes = 64 * 1_048_576
-    /// Push-back on queued bytes that has not drained after this long waits for sockets nobody
-    /// reads: the connections holding the most are dropped as slow readers (issue 16).
-    public var pushbackStallMilliseconds: Int64 = 1_000
+    /// A connection's queue that has sent nothing for this long waits for a socket nobody reads:
+    /// its bytes no longer count toward `pushbackQueuedBytes`, and push-back that has not drained
+    /// after ten times as long drops the connections holding the most as slow readers (issue 16).
+    public var pushbackStallMilliseconds: Int64 = 100
     /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
     /// and at once (the bucket's size). Over it, the server stops reading from the connection until
     /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB, plus one per
