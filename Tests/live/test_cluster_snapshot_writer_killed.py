@@ -3,6 +3,7 @@ the node holding the `snapper` lease is `kill -9`ed with some chunks of its snap
 the snapshot not published. No node may load that partial snapshot; once the snapper lease
 expires another node writes a complete one, the partial one is deleted, and a node that joins
 then loads the new one and has the survivor's data."""
+import signal
 import time
 
 import pytest
@@ -42,11 +43,20 @@ def test_a_snapshot_writer_killed_halfway_leaves_nothing_partial_to_load(redis):
         while caught is None:
             assert time.time() < deadline, f"never saw a snapshot half written: {head(redis, NS)}"
             caught = partial_snapshot(redis)
-            if caught is None and int(head(redis, NS).get("snap", "0")) >= int(head(redis, NS)["rev"]):
-                step += 1  # everything is in a snapshot: give the writers something new
-                clients["b"].request("p", {"p": "/step", "d": step})
-        holder = redis_call(redis, "GET", f"presence:{{{NS}}}:snapper")
-        victim = holder.split("#")[0]
+            if caught is None:
+                if int(head(redis, NS).get("snap", "0")) >= int(head(redis, NS)["rev"]):
+                    step += 1  # everything is in a snapshot: give the writers something new
+                    clients["b"].request("p", {"p": "/step", "d": step})
+                continue
+            # Freeze the writer, then check it is still halfway: it may have finished since.
+            victim = redis_call(redis, "GET", f"presence:{{{NS}}}:snapper").split("#")[0]
+            nodes[victim].proc.send_signal(signal.SIGSTOP)
+            again = partial_snapshot(redis)
+            if again is None or again[0] != caught[0] or int(head(redis, NS).get("snap", "0")) == caught[0]:
+                nodes[victim].proc.send_signal(signal.SIGCONT)
+                caught = None
+            else:
+                caught = again
         nodes[victim].kill()
         partial_rev, chunks = caught
         survivor_name = "b" if victim == "a" else "a"
