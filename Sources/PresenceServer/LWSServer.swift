@@ -78,7 +78,7 @@ public final class LWSServer: @unchecked Sendable {
         let loopRuntime = runtime
         let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
         self.cluster = cluster
-        let slices = SlicedReplies(runtime: runtime)
+        let slices = SlicedReplies(runtime: runtime, sliceMicroseconds: configuration.sliceMicroseconds)
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime, slices: slices)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams,
                         slices: slices, stalledAfterMilliseconds: configuration.pushbackStallMilliseconds)
@@ -92,7 +92,8 @@ public final class LWSServer: @unchecked Sendable {
             backlog: { [unowned storageLink, unowned outboundPath] in
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites,
                                        queuedBytes: outboundPath.drainableBacklogBytes(over: configuration.pushbackQueuedBytes / 2))
-            })
+            },
+            turnShareMicroseconds: configuration.sliceMicroseconds)
         throttle.dropSlowestReaders = { [unowned outboundPath] target in outboundPath.dropSlowestReaders(downTo: target) }
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
         slices.refuseListen = { id, read, tag, message in
@@ -200,6 +201,7 @@ public final class LWSServer: @unchecked Sendable {
         }
         storage.handOver()
         if webSocket.throttle.backlogChanged() { wake = true }
+        if webSocket.throttle.turnEnded() { wake = true }
         // lws arms timeouts set outside its callbacks (a slow reader's drop), and reads what it
         // buffered for connections read again, only when woken.
         if wake { runtime.wake() }
