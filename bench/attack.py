@@ -65,7 +65,7 @@ def log(*parts):
 class Server:
     """A fresh release server on a free port, with its own data directory."""
 
-    def __init__(self, binary, extra):
+    def __init__(self, binary, extra, cpus=None):
         self.dir = tempfile.mkdtemp(prefix="presence-attack-")
         rules = os.path.join(self.dir, "rules.json")
         with open(rules, "w") as f:
@@ -74,7 +74,9 @@ class Server:
                      "--disconnect-grace", "0", "--limits", "none", *extra]
         self.log_path = os.path.join(self.dir, "server.log")
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        # With --pin the server (all its threads) gets its own core, as in the fan-out benchmarks.
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log, text=True, preexec_fn=pin)
         line = self.proc.stdout.readline()
         match = re.search(r"listening on ([\d.]+):(\d+)", line)
         if not match:
@@ -225,7 +227,7 @@ def summary(reports):
 
 def run(name, args):
     scenario = attack_scenarios.SCENARIOS[name]
-    server = Server(args.server, scenario.get("server_args", []) + args.server_args.split())
+    server = Server(args.server, scenario.get("server_args", []) + args.server_args.split(), {0} if args.pin else None)
     log(f"== {name}: server pid {server.pid} on {server.host}:{server.port}")
     load_start = os.getloadavg()
     context = {"host": server.host, "port": server.port, "duration": args.duration}
@@ -271,6 +273,7 @@ def run(name, args):
         "scenario": name,
         "what": scenario["what"],
         "command": f"python3 bench/attack.py --scenario {name} --baseline {args.baseline} --duration {args.duration} --rate {args.rate}"
+                   + (" --pin" if args.pin else "")
                    + (f" --server-args='{args.server_args}'" if args.server_args else ""),
         "server_args": scenario.get("server_args", []) + args.server_args.split(),
         "server_alive": alive,
@@ -317,8 +320,13 @@ def main():
     parser.add_argument("--strict", action="store_true", help="also fail when a bystander's p99 more than doubles")
     parser.add_argument("--json", help="also write all reports to this file")
     parser.add_argument("--server-args", default="", help="extra flags for every server (e.g. '--slice-reads-over 0')")
+    parser.add_argument("--pin", action="store_true",
+                        help="the server on CPU 0, this harness (bystander and attackers) on CPU 1: an attacker "
+                             "elsewhere on the network does not take the server's CPU (as bench/compare.sh pins)")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
+    if args.pin:
+        os.sched_setaffinity(0, {1})  # inherited by the bystander's and the attackers' processes
     if args.list:
         for name, scenario in attack_scenarios.SCENARIOS.items():
             print(f"{name:20} {scenario['what']}")

@@ -6,7 +6,8 @@
 # Env: SCENARIO (all; or a comma-separated list, see `python3 bench/attack.py --list`), BASELINE (10),
 # DURATION (20), RATE (50 bystander writes/s), OUT (also write the reports to this JSON file),
 # STRICT (1: also fail when the bystander's p99 more than doubles), SKIP_BUILD, SERVER_ARGS (extra flags for
-# every server, e.g. "--slice-reads-over 0" to compare with reads answered at once).
+# every server, e.g. "--slice-reads-over 0" to compare with reads answered at once), PIN (1: the server
+# alone on CPU 0, the bystander and the attackers on CPU 1).
 # Everything runs under nice 10 (the machine may be shared); attackers another 10 below the server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,5 +18,6 @@ args=(--server "$ROOT/.build/release/presence-server" --scenario "${SCENARIO:-al
       --duration "${DURATION:-20}" --rate "${RATE:-50}")
 if [ -n "${OUT:-}" ]; then args+=(--json "$OUT"); fi
 if [ -n "${STRICT:-}" ]; then args+=(--strict); fi
+if [ -n "${PIN:-}" ]; then args+=(--pin); fi
 if [ -n "${SERVER_ARGS:-}" ]; then args+=(--server-args="$SERVER_ARGS"); fi
 exec nice -n 10 python3 "$ROOT/bench/attack.py" "${args[@]}"
