@@ -43,6 +43,7 @@ public final class LWSServer: @unchecked Sendable {
     let operators: OperatorAPI
     let http: HTTPRoute
     let liveness: LivenessSweep
+    let shedder: WriteShedder
     /// Replicated mode (`--storage redis`): the engine's cluster effects on Redis.
     let cluster: ClusterLink?
     private let reloader: Reloader
@@ -93,6 +94,10 @@ public final class LWSServer: @unchecked Sendable {
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites,
                                        queuedBytes: outboundPath.drainableBacklogBytes(over: configuration.pushbackQueuedBytes / 2))
             })
+        let shedder = WriteShedder(settings: .init(busyPercent: configuration.shedBusyPercent, maxPendingWrites: configuration.shedPendingWrites),
+                                   logger: logger, metrics: metrics, runtime: runtime,
+                                   pendingWrites: { [unowned storageLink] in storageLink.pendingWrites })
+        self.shedder = shedder
         throttle.dropSlowestReaders = { [unowned outboundPath] target in outboundPath.dropSlowestReaders(downTo: target) }
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
         slices.refuseListen = { id, read, tag, message in
@@ -109,14 +114,14 @@ public final class LWSServer: @unchecked Sendable {
             }
         }
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
-                                       outbox: outbox, steps: steps, throttle: throttle)
+                                       outbox: outbox, steps: steps, throttle: throttle, shedder: shedder)
         self.webSocket = webSocket
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
                                 table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
                          responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage, slices: slices,
-                         runtime: runtime)
+                         runtime: runtime, shedder: shedder)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)
     }
@@ -159,6 +164,7 @@ public final class LWSServer: @unchecked Sendable {
             cluster.start()
         }
         liveness.start()
+        shedder.start()
         operators.startSampling(runtime: runtime, streams: streams)
     }
 
