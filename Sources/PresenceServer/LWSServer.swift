@@ -94,9 +94,12 @@ public final class LWSServer: @unchecked Sendable {
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites,
                                        queuedBytes: outboundPath.drainableBacklogBytes(over: configuration.pushbackQueuedBytes / 2))
             })
-        let shedder = WriteShedder(settings: .init(busyPercent: configuration.shedBusyPercent, maxPendingWrites: configuration.shedPendingWrites),
+        let connections = table
+        let shedder = WriteShedder(settings: .init(busyPercent: configuration.shedBusyPercent, maxPendingWrites: configuration.shedPendingWrites,
+                                                   maxReadDelayMilliseconds: Double(configuration.shedReadDelayMilliseconds)),
                                    logger: logger, metrics: metrics, runtime: runtime,
-                                   pendingWrites: { [unowned storageLink] in storageLink.pendingWrites })
+                                   pendingWrites: { [unowned storageLink] in storageLink.pendingWrites },
+                                   unreadBytes: { [unowned connections] id in connections[id].map { unreadBytes(onSocket: $0.socket) } })
         self.shedder = shedder
         throttle.dropSlowestReaders = { [unowned outboundPath] target in outboundPath.dropSlowestReaders(downTo: target) }
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
@@ -116,6 +119,7 @@ public final class LWSServer: @unchecked Sendable {
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
                                        outbox: outbox, steps: steps, throttle: throttle, shedder: shedder)
         self.webSocket = webSocket
+        shedder.bytesRead = { [unowned webSocket] in webSocket.bytesReceived }
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
                                 table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
@@ -242,6 +246,12 @@ public final class LWSServer: @unchecked Sendable {
     }
 
     private var shutdownBegun = false
+}
+
+/// Bytes received on `socket` that nobody has read yet (`FIONREAD`).
+private func unreadBytes(onSocket socket: Int32) -> Int {
+    var count: Int32 = 0
+    return ioctl(socket, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
 }
 
 /// The frame tap's report (see `MaskTap.onViolation`), a global function so it converts to `@convention(c)`.

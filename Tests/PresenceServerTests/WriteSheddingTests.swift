@@ -6,9 +6,9 @@ import Testing
 @Suite struct WriteSheddingTests {
     typealias Window = WriteShedding.Window
 
-    static let settings = WriteShedding.Settings(busyPercent: 90, maxPendingWrites: 100, startAfterWindows: 3)
-    static let saturated = Window(busy: 1, pendingWrites: 0)
-    static let holding = Window(busy: 0.85, pendingWrites: 0)  // under 90, not 10 points under
+    static let settings = WriteShedding.Settings(busyPercent: 90, maxPendingWrites: 100, maxReadDelayMilliseconds: 100, startAfterWindows: 3)
+    static let saturated = Window(busy: 1, pendingWrites: 0, readDelayMilliseconds: 500)
+    static let holding = Window(busy: 0.95, pendingWrites: 0, readDelayMilliseconds: 80)  // busy, reads late but not too late
     static let calm = Window(busy: 0.7, pendingWrites: 0)
     static let idle = Window(busy: 0.05, pendingWrites: 0)
 
@@ -47,6 +47,16 @@ import Testing
         #expect(shedding.isShedding && shedding.fraction > 0 && shedding.fraction < 1)
     }
 
+    @Test func aBusyLoopThatKeepsReadingIsNotOverloaded() {
+        var shedding = WriteShedding(Self.settings)
+        for _ in 0..<10 { _ = close(&shedding, Window(busy: 1, pendingWrites: 0, readDelayMilliseconds: 20)) }
+        #expect(!shedding.isShedding, "100 % busy, batching, input read within 20 ms: keeping up")
+        let lateButIdle = shedding.isOverloaded(Window(busy: 0.5, pendingWrites: 0, readDelayMilliseconds: 1_000))
+        #expect(!lateButIdle, "a loop with idle time reads what is there")
+        let starved = shedding.isOverloaded(Window(busy: 1, pendingWrites: 0, readDelayMilliseconds: .infinity))
+        #expect(starved, "input waiting while nothing was read")
+    }
+
     @Test func writesNotYetDurableOverTheBoundAreASignalToo() {
         var shedding = WriteShedding(Self.settings)
         for _ in 0..<2 { _ = close(&shedding, Window(busy: 0.1, pendingWrites: 101)) }
@@ -69,12 +79,14 @@ import Testing
         #expect(shedding.fraction == last, "between calm and overloaded the share holds")
         _ = close(&shedding, Self.calm)
         #expect(shedding.fraction < last && shedding.isShedding, "calm: shed a little less, not all at once")
+        // At 70 % busy (target 85 %) the accepted share grows by 85/70.
+        #expect(abs((1 - shedding.fraction) - (1 - last) * 0.85 / 0.7) < 1e-9)
     }
 
     @Test func theShareNeverReachesEveryWrite() {
         var shedding = startShedding()
         for _ in 0..<200 { _ = close(&shedding, Self.saturated) }
-        #expect(shedding.fraction == Self.settings.maxFraction)
+        #expect(abs(shedding.fraction - Self.settings.maxFraction) < 1e-9)
     }
 
     @Test func itStopsOnceTheShareIsBackToZeroAndStartsAgainOnlyAfterThreeMoreWindows() {
@@ -84,6 +96,7 @@ import Testing
         for _ in 0..<20 where shedding.isShedding { changes.append(close(&shedding, Self.idle)) }
         #expect(changes.last == .stopped && changes.dropLast().allSatisfy { $0 == nil })
         #expect(changes.count > 1 && changes.count < 10, "mostly idle: back to normal within a second, in steps")
+        #expect(changes.count == 2, "0.75 × 0.8⁴ of the writes accepted, doubled twice")
         #expect(!shedding.isShedding && shedding.fraction == 0)
         #expect(send(&shedding, 1, 100) == 100)
         _ = close(&shedding, Self.saturated)

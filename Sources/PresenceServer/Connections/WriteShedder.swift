@@ -20,6 +20,11 @@ final class WriteShedder {
     private let metrics: ServerMetrics
     private let runtime: LoopRuntime
     private let pendingWrites: () -> Int
+    /// Bytes waiting unread in the kernel for a WebSocket connection (nil: gone), and the bytes
+    /// read from WebSocket connections so far.
+    private let unreadBytes: (UInt64) -> Int?
+    var bytesRead: () -> Int = { 0 }
+    private var bytesReadAtWindowStart = 0
     private var timer: LoopTimer?
     private var windowStartedAt: UInt64 = 0
     private var idleAtWindowStart: UInt64 = 0
@@ -27,12 +32,13 @@ final class WriteShedder {
     private var shedSinceStart = 0
 
     init(settings: WriteShedding.Settings, logger: Logger, metrics: ServerMetrics, runtime: LoopRuntime,
-         pendingWrites: @escaping () -> Int) {
+         pendingWrites: @escaping () -> Int, unreadBytes: @escaping (UInt64) -> Int?) {
         shedding = WriteShedding(settings)
         self.logger = logger
         self.metrics = metrics
         self.runtime = runtime
         self.pendingWrites = pendingWrites
+        self.unreadBytes = unreadBytes
     }
 
     var isShedding: Bool { shedding.isShedding }
@@ -46,6 +52,7 @@ final class WriteShedder {
         }
         windowStartedAt = LoopRuntime.monotonicNanoseconds
         idleAtWindowStart = runtime.idleNanoseconds
+        bytesReadAtWindowStart = bytesRead()
         metrics.writeShedding.record(0)
         let timer = runtime.makeTimer { [unowned self] in closeWindow() }
         self.timer = timer
@@ -81,18 +88,40 @@ final class WriteShedder {
         return hash | restKeyBit
     }
 
+    /// Writers sampled per window for their unread input (one `ioctl` each).
+    static let sampledWriters = 256
+
+    /// How long what the window's writers sent waits unread: their unread bytes (a sample of at
+    /// most `sampledWriters`, scaled up) over the bytes read per second.
+    private func readDelay(readPerSecond: Double) -> Double {
+        let writers = shedding.currentWriters
+        var sampled = 0, unread = 0
+        for key in writers.prefix(Self.sampledWriters) {
+            guard let bytes = unreadBytes(key) else { continue }
+            sampled += 1
+            unread += bytes
+        }
+        guard sampled > 0, unread > 0 else { return 0 }
+        let total = Double(unread) * Double(writers.count) / Double(sampled)
+        return readPerSecond > 0 ? total / readPerSecond * 1_000 : .infinity
+    }
+
     private func closeWindow() {
         let now = LoopRuntime.monotonicNanoseconds, idle = runtime.idleNanoseconds
         let elapsed = now &- windowStartedAt
         let idleShare = elapsed > 0 ? Double(idle &- idleAtWindowStart) / Double(elapsed) : 1
         windowStartedAt = now
         idleAtWindowStart = idle
-        let window = WriteShedding.Window(busy: min(1, max(0, 1 - idleShare)), pendingWrites: pendingWrites())
+        let read = bytesRead()
+        let readPerSecond = Double(read &- bytesReadAtWindowStart) * 1e9 / Double(max(1, elapsed))
+        bytesReadAtWindowStart = read
+        var window = WriteShedding.Window(busy: min(1, max(0, 1 - idleShare)), pendingWrites: pendingWrites())
+        if shedding.isBusy(window) { window.readDelayMilliseconds = readDelay(readPerSecond: readPerSecond) }
         switch shedding.closeWindow(window) {
         case .started?:
             shedSinceStart = 0
             metrics.writeShedding.record(1)
-            logger.notice("past saturation (loop busy \(Int(window.busy * 100))% of the last \(Self.windowMicroseconds / 1_000) ms, \(window.pendingWrites) writes not yet durable): refusing a share of data writes with 'unavailable' (REST 503), the heaviest writers first, until the load drops (--shed-busy-percent \(shedding.settings.busyPercent), --shed-pending-writes \(shedding.settings.maxPendingWrites))")
+            logger.notice("past saturation (loop busy \(Int(window.busy * 100))% of the last \(Self.windowMicroseconds / 1_000) ms, input waiting \(Int(window.readDelayMilliseconds.isFinite ? window.readDelayMilliseconds : -1)) ms unread, \(window.pendingWrites) writes not yet durable): refusing a share of data writes with 'unavailable' (REST 503), the heaviest writers first, until the load drops (--shed-busy-percent \(shedding.settings.busyPercent), --shed-read-delay-ms \(Int(shedding.settings.maxReadDelayMilliseconds)), --shed-pending-writes \(shedding.settings.maxPendingWrites))")
         case .stopped?:
             metrics.writeShedding.record(0)
             logger.notice("no longer past saturation: write shedding stopped (\(shedSinceStart) writes refused while it lasted)")

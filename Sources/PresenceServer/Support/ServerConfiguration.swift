@@ -25,11 +25,13 @@ public struct ServerConfiguration: Sendable {
     /// after ten times as long drops the connections holding the most as slow readers (issue 16).
     public var pushbackStallMilliseconds: Int64 = 100
     /// Load shedding past saturation (`WriteShedding`): a 100 ms window with the loop busy at
-    /// least this percent of it, or with more than `shedPendingWrites` writes not yet durable, is
-    /// overloaded; three in a row start refusing a share of data writes with `unavailable`
+    /// least `shedBusyPercent` of it while writers' input waits unread longer than
+    /// `shedReadDelayMilliseconds`, or with more than `shedPendingWrites` writes not yet durable,
+    /// is overloaded; three in a row start refusing a share of data writes with `unavailable`
     /// (0 turns a signal off, both 0 turn shedding off). It comes before push-back: its pending
     /// bound is a fifth of `pushbackPendingWrites`, which stays as the backstop.
     public var shedBusyPercent = 95
+    public var shedReadDelayMilliseconds = 100
     public var shedPendingWrites = 1_000
     /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
     /// and at once (the bucket's size). Over it, the server stops reading from the connection until

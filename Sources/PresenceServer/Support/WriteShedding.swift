@@ -5,15 +5,22 @@
 /// `windowMilliseconds` with what it measured, and asks `admit` for each data write.
 ///
 /// - **Signal**: a window is *overloaded* when the loop was busy (not waiting in `epoll_wait`) at
-///   least `busyPercent` of it, or more than `maxPendingWrites` writes were not yet durable at its
-///   end; *calm* when busy is 10 points under that and pending writes under half the bound.
+///   least `busyPercent` of it *and* what writers sent waits unread in the kernel longer than
+///   `maxReadDelayMilliseconds` (their unread bytes over the bytes read per second), or when more
+///   than `maxPendingWrites` writes were not yet durable at its end. A busy loop alone is not
+///   past saturation: under load it batches (one send per connection per turn) and keeps up at
+///   100 % busy, and on a shared core busy counts the time others had the CPU; unread input that
+///   waits is what grows the latency. *Calm*: busy 10 points under the threshold or the read
+///   delay under half its bound, and pending writes under half theirs.
 /// - **Hysteresis**: shedding starts after `startAfterWindows` overloaded windows in a row (one
 ///   slow turn does not start it); it stops once the shed share has come down to zero in calm
 ///   windows. Between calm and overloaded the share holds.
-/// - **Adaptive share**: each overloaded window raises the share to refuse by a quarter of what is
-///   left (at least 5 points, at most `maxFraction`); each calm window lowers it by a tenth (at
-///   least 2 points), by half when the loop was mostly idle. So it settles where the loop keeps
-///   some idle time (the kernel's queues drain), not all-or-nothing.
+/// - **Adaptive share**: the share of writes accepted shrinks by a fifth each overloaded window
+///   (down to `1 - maxFraction`), and each calm window grows it in proportion to the idle time
+///   left: by `target / busy` (target 5 points under `busyPercent`), between 5 % and twice, so a
+///   loop at 45 % busy doubles it and one at 80 % adds an eighth. The accepted work tracks what
+///   the loop can do, and it settles where the loop keeps some idle time (the kernel's queues
+///   drain), not all-or-nothing, without the swings of halving a large share at once.
 /// - **Fairness (max-min)**: from each window's writes per connection, a level is computed such
 ///   that capping every connection at it keeps `1 - share` of the writes; a connection writing
 ///   under the level is never refused, a flood is cut down to it. Each connection holds a token
@@ -25,6 +32,8 @@ struct WriteShedding {
         var busyPercent = 0
         /// Writes not yet durable over which a window counts as overloaded; 0: not a signal.
         var maxPendingWrites = 0
+        /// How long input may wait unread in the kernel, with the loop busy (0: busy alone).
+        var maxReadDelayMilliseconds = 0.0
         var startAfterWindows = 3
         var maxFraction = 0.99
 
@@ -37,6 +46,9 @@ struct WriteShedding {
         var busy: Double
         /// Writes read but not yet durable at the window's end.
         var pendingWrites: Int
+        /// How long what writers sent waits unread (their unread bytes over the bytes read per
+        /// second); measured only when the loop was busy (else 0).
+        var readDelayMilliseconds = 0.0
     }
 
     enum Change: Equatable {
@@ -62,14 +74,20 @@ struct WriteShedding {
         self.settings = settings
     }
 
+    /// Whether the loop was busy enough for the read delay to be measured.
+    func isBusy(_ window: Window) -> Bool {
+        settings.busyPercent > 0 && window.busy * 100 >= Double(settings.busyPercent)
+    }
+
     func isOverloaded(_ window: Window) -> Bool {
-        (settings.busyPercent > 0 && window.busy * 100 >= Double(settings.busyPercent))
+        (isBusy(window) && window.readDelayMilliseconds > settings.maxReadDelayMilliseconds)
             || (settings.maxPendingWrites > 0 && window.pendingWrites > settings.maxPendingWrites)
     }
 
     func isCalm(_ window: Window) -> Bool {
-        (settings.busyPercent == 0 || window.busy * 100 < Double(settings.busyPercent - 10))
-            && (settings.maxPendingWrites == 0 || window.pendingWrites <= settings.maxPendingWrites / 2)
+        let loopCalm = settings.busyPercent == 0 || window.busy * 100 < Double(settings.busyPercent - 10)
+            || window.readDelayMilliseconds < settings.maxReadDelayMilliseconds / 2
+        return loopCalm && (settings.maxPendingWrites == 0 || window.pendingWrites <= settings.maxPendingWrites / 2)
     }
 
     /// A window ended: adapt the share, recompute the per-connection level from the window's
@@ -85,19 +103,34 @@ struct WriteShedding {
                 change = .started
             }
         } else if isOverloaded(window) {
-            fraction = min(settings.maxFraction, fraction + max(0.05, (1 - fraction) * 0.25))
+            fraction = min(settings.maxFraction, 1 - (1 - fraction) * 0.8)
         } else if isCalm(window) {
-            let mostlyIdle = settings.busyPercent == 0 || window.busy * 100 < Double(settings.busyPercent) / 2
-            fraction = mostlyIdle ? fraction * 0.5 - 0.02 : fraction - max(0.02, fraction * 0.1)
-            if fraction <= 0 {
+            let accepted = (1 - fraction) * growth(window)
+            if accepted >= 1 {
                 fraction = 0
                 isShedding = false
                 overloadedStreak = 0
                 change = .stopped
+            } else {
+                fraction = 1 - accepted
             }
         }
         refill()
         return change
+    }
+
+    /// Connections that wrote in the current window (whose unread input the shell samples).
+    var currentWriters: Dictionary<UInt64, Int>.Keys { demand.keys }
+
+    /// How much the accepted share grows after a calm window: the idle time left says how much more
+    /// the loop can take (only the pending-writes signal: by half, doubled when they are under a
+    /// quarter of the bound).
+    private func growth(_ window: Window) -> Double {
+        guard settings.busyPercent > 0 else {
+            return window.pendingWrites <= settings.maxPendingWrites / 4 ? 2 : 1.5
+        }
+        let target = Double(max(1, settings.busyPercent - 5)) / 100
+        return min(2, max(1.1, target / max(window.busy, 0.01)))
     }
 
     /// A connection not seen in the last window starts with this many tokens.
