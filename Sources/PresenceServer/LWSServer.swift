@@ -79,7 +79,7 @@ public final class LWSServer: @unchecked Sendable {
         let loopRuntime = runtime
         let cluster = cluster.map { ClusterLink(settings: $0, engine: engine, runtime: loopRuntime, logger: logger) }
         self.cluster = cluster
-        let slices = SlicedReplies(runtime: runtime)
+        let slices = SlicedReplies(runtime: runtime, sliceMicroseconds: configuration.sliceMicroseconds)
         streams = EventStreams(configuration: configuration, logger: logger, runtime: runtime, slices: slices)
         outbox = Outbox(maxQueuedBytes: configuration.maxQueuedBytes, logger: logger, metrics: metrics, table: table, streams: streams,
                         slices: slices, stalledAfterMilliseconds: configuration.pushbackStallMilliseconds)
@@ -93,7 +93,8 @@ public final class LWSServer: @unchecked Sendable {
             backlog: { [unowned storageLink, unowned outboundPath] in
                 WriterPushback.Backlog(pendingWrites: storageLink.pendingWrites,
                                        queuedBytes: outboundPath.drainableBacklogBytes(over: configuration.pushbackQueuedBytes / 2))
-            })
+            },
+            turnShareMicroseconds: configuration.sliceMicroseconds)
         let connections = table
         let shedder = WriteShedder(settings: .init(busyPercent: configuration.shedBusyPercent, maxPendingWrites: configuration.shedPendingWrites,
                                                    maxReadDelayMilliseconds: Double(configuration.shedReadDelayMilliseconds)),
@@ -210,6 +211,7 @@ public final class LWSServer: @unchecked Sendable {
         }
         storage.handOver()
         if webSocket.throttle.backlogChanged() { wake = true }
+        if webSocket.throttle.turnEnded() { wake = true }
         // lws arms timeouts set outside its callbacks (a slow reader's drop), and reads what it
         // buffered for connections read again, only when woken.
         if wake { runtime.wake() }

@@ -174,8 +174,11 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Namespaces that may hold data at once; a write that would give data to one more is refused with too_big. Namespaces with no data, connection or held op are released from memory.")
     var maxNamespaces = EngineLimits.default.maxNamespaces
 
-    @Option(help: "A g, a listen's initial data, a REST GET or a stream's first event, of a location whose data passes this many bytes (as JSON), is windowed and serialized in slices of about 1 ms between other clients' messages, then sent a piece at a time, rather than at once (--max-read-bytes is checked on its text: too_big, REST 413); 0 answers every read at once.")
+    @Option(help: "A g, a listen's initial data, a REST GET or a stream's first event, of a location whose data passes this many bytes (as JSON), is windowed and serialized in slices (--slice-microseconds) between other clients' messages, then sent a piece at a time, rather than at once (--max-read-bytes is checked on its text: too_big, REST 413); 0 answers every read at once.")
     var sliceReadsOver = EngineLimits.serverSliceReadsOver
+
+    @Option(help: "Loop time, in microseconds, that all reads in slices (--slice-reads-over) take together in one turn of the loop, before the loop is left idle as long: the most a big read adds to another client's wait.")
+    var sliceMicroseconds = ServerConfiguration().sliceMicroseconds
 
     var engineLimits: EngineLimits {
         EngineLimits(maxListensPerConnection: maxListensPerConnection, maxQueriesPerLocation: maxQueriesPerLocation,
@@ -253,6 +256,7 @@ struct PresenceServerCommand: ParsableCommand {
                                      ("--max-namespaces", maxNamespaces, 10_000_000)] where value < 1 || value > upper {
             throw ValidationError("\(flag) must be between 1 and \(upper)")
         }
+        guard (10...100_000).contains(sliceMicroseconds) else { throw ValidationError("--slice-microseconds must be between 10 and 100000") }
         if sliceReadsOver < 0 || sliceReadsOver > 1 << 30 { throw ValidationError("--slice-reads-over must be between 0 and \(1 << 30)") }
         if let value = maxConnectionsPerAddress, value < 0 { throw ValidationError("--max-connections-per-address must be 0 or more") }
         if let value = maxConnectionRate, value < 0 { throw ValidationError("--max-connection-rate must be 0 or more") }
@@ -309,7 +313,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-ondisconnect-ops", .number(Double(maxOndisconnectOps))),
             ("max-ondisconnect-bytes", .number(Double(maxOndisconnectBytes))),
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
-            ("slice-reads-over", .number(Double(sliceReadsOver))),
+            ("slice-reads-over", .number(Double(sliceReadsOver))), ("slice-microseconds", .number(Double(sliceMicroseconds))),
             ("log-level", .string(logLevel)),
         ] + shedding.effectiveConfiguration + cluster.effectiveConfiguration(port: port, dataDir: dataDir))
     }
@@ -374,6 +378,7 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.pushbackQueuedBytes = pushbackQueuedBytes
         configuration.pushbackStallMilliseconds = Int64((pushbackStallSeconds * 1000).rounded())
         shedding.apply(to: &configuration)
+        configuration.sliceMicroseconds = sliceMicroseconds
         configuration.pingIntervalSeconds = pingInterval
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.rxBufferBytes = rxBuffer

@@ -189,3 +189,58 @@ def test_readers_that_never_read_cannot_hold_writers_paused_forever():
         assert server.alive()
     finally:
         server.stop()
+
+
+
+def test_a_reader_that_drains_too_slowly_is_dropped_when_the_pushback_does_not_relent():
+    # The backstop behind the stall rule above (issue 16): a reader that does read, only far slower
+    # than it is fed, is not "stalled" (its queue keeps losing frames), so its bytes keep counting.
+    # Past --pushback-queued-bytes it would hold every writer paused for as long as it takes to
+    # drain. After ten times --pushback-stall-seconds without the backlog back to half, the
+    # connections holding the most are dropped and the writers go on.
+    # Sizes: the kernel takes frames from a socket's queue only once a third of its send buffer (up to
+    # 4 MiB here) is free, so a reader must take a few MB/s for its queue to move within the 0.5 s
+    # stall; at that rate, half of 100 MB still takes longer than the 5 s relief.
+    server = Server("--rules", "open", "--disconnect-grace", "0", "--storage", "memory", "--max-messages-per-second", "0",
+                    "--max-queued-bytes", "150000000", "--pushback-queued-bytes", "100000000",
+                    "--pushback-pending-writes", "0", "--pushback-stall-seconds", "0.5")
+    stop = threading.Event()
+
+    def trickle(sock):
+        # About 6 MB/s: 64 KB every 10 ms.
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                if not sock.recv(65536):
+                    return
+            except socket.timeout:
+                pass
+            except OSError:
+                return
+            time.sleep(0.01)
+
+    reader, _ = upgrade(server.host, server.port, rcvbuf=131072)
+    try:
+        reader.sendall(frame(TEXT, request(1, "q", {"p": "/feed", "h": ""})))
+        threading.Thread(target=trickle, args=(reader,), daemon=True).start()
+        feeder = server.client()
+        bystander, watcher = server.client(), server.client()
+        assert watcher.listen("/bystander") is None
+        blob = "x" * 100_000
+        relieved = "while the server is past saturation and they do not drain"
+        n = 0
+        deadline = time.monotonic() + 40
+        while relieved not in server.read_log():
+            assert time.monotonic() < deadline, "the push-back was never relieved by dropping the slowest reader"
+            assert feeder.call("p", {"p": "/feed", "d": blob + str(n)}, timeout=30)["s"] == "ok", n
+            n += 1
+        assert "past saturation" in server.read_log(), "the push-back never engaged"
+        # The writers go on: the bystander's writes are answered and pushed, in order.
+        for i in range(20):
+            assert bystander.call("p", {"p": "/bystander", "d": i}, timeout=10)["s"] == "ok", i
+            assert watcher.push("bystander", timeout=10) == i
+        assert server.alive()
+    finally:
+        stop.set()
+        reader.close()
+        server.stop()

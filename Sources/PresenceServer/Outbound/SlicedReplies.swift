@@ -28,8 +28,8 @@ final class SlicedReplies {
         case message(frames: [OutFrame], reply: Int?, waitsFor: UInt64?)
     }
 
-    /// Loop time all slices of one turn may take together.
-    static let sliceNanoseconds: UInt64 = 1_000_000
+    /// Loop time all slices of one turn may take together (`--slice-microseconds`).
+    let sliceNanoseconds: UInt64
     /// Connections whose reads are built at once; the others wait their turn (in arrival order),
     /// so that many connections reading big locations together hold at most this many answers.
     static let concurrentReads = 4
@@ -69,7 +69,8 @@ final class SlicedReplies {
     /// Charges loop time spent on a connection's read to its message budget.
     var charge: ((UInt64, UInt64) -> Void)?
 
-    init(runtime: LoopRuntime) {
+    init(runtime: LoopRuntime, sliceMicroseconds: Int64) {
+        sliceNanoseconds = UInt64(max(1, sliceMicroseconds)) * 1_000
         timer = runtime.makeTimer { [unowned self] in runSlice() }
     }
 
@@ -125,7 +126,7 @@ final class SlicedReplies {
         let started = MonotonicClock.nanoseconds()
         var position = 0
         var elapsed: UInt64 = 0
-        while !turnOrder.isEmpty, elapsed < Self.sliceNanoseconds {
+        while !turnOrder.isEmpty, elapsed < sliceNanoseconds {
             if position >= min(turnOrder.count, Self.concurrentReads) { position = 0 }
             let id = turnOrder[position]
             let before = MonotonicClock.nanoseconds()

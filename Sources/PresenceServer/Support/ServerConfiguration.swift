@@ -33,6 +33,9 @@ public struct ServerConfiguration: Sendable {
     public var shedBusyPercent = 95
     public var shedReadDelayMilliseconds = 100
     public var shedPendingWrites = 1_000
+    /// Loop time all reads in slices take together in one turn of the loop, before as long idle
+    /// (`SlicedReplies`): what a big read adds to other clients' latency (issue 16).
+    public var sliceMicroseconds: Int64 = 1_000
     /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
     /// and at once (the bucket's size). Over it, the server stops reading from the connection until
     /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB, plus one per

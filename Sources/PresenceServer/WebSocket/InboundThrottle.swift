@@ -10,7 +10,10 @@ import PresenceLoop
 ///   of them at once, when the backlog has drained (`backlogChanged`, after each commit report and
 ///   each turn).
 ///
-/// A connection is read again only when neither holds it.
+/// And for the rest of a turn of the loop, once its messages have taken `--slice-microseconds`
+/// of it (`TurnShare`): it is read again when the turn ends.
+///
+/// A connection is read again only when none holds it.
 final class InboundThrottle {
     private let table: ConnectionTable
     private let logger: Logger
@@ -31,16 +34,23 @@ final class InboundThrottle {
     var dropSlowestReaders: (_ target: Int) -> Void = { _ in }
     /// What the server has queued now (writes not yet durable, outbound bytes).
     private let backlog: () -> WriterPushback.Backlog
+    /// Loop time one connection's messages may take in one turn (0: no limit).
+    private let turnShareNanoseconds: UInt64
+    /// Counts the loop's turns (`turnEnded`).
+    private var turn: UInt64 = 0
+    /// Connections that had their share of this turn, read again when it ends.
+    private var yielded: [UInt64] = []
 
     init(table: ConnectionTable, logger: Logger, metrics: ServerMetrics, runtime: LoopRuntime,
          pushback: WriterPushback = WriterPushback(maxPendingWrites: 0, maxQueuedBytes: 0), stalledPushbackMilliseconds: Int64 = 1_000,
-         backlog: @escaping () -> WriterPushback.Backlog = { WriterPushback.Backlog() }) {
+         backlog: @escaping () -> WriterPushback.Backlog = { WriterPushback.Backlog() }, turnShareMicroseconds: Int64 = 0) {
         self.table = table
         self.logger = logger
         self.metrics = metrics
         self.pushback = pushback
         self.stalledPushbackMilliseconds = max(1, stalledPushbackMilliseconds)
         self.backlog = backlog
+        turnShareNanoseconds = UInt64(max(0, turnShareMicroseconds)) * 1_000
         timer = runtime.makeTimer { [unowned self] in
             timerDueAt = nil
             resumeDue()
@@ -88,7 +98,7 @@ final class InboundThrottle {
             connection.pushedBack = false
             // Not read meanwhile, so not heard: the liveness sweep starts counting again now.
             connection.liveness.heard(at: now)
-            if paused[id] == nil, connection.closing == nil { LWSWrite.resumeReading(connection.wsi) }
+            if paused[id] == nil, connection.closing == nil, !connection.turnShare.yielded { LWSWrite.resumeReading(connection.wsi) }
         }
         metrics.writersPushedBack.record(pushback.paused.count)
         return true
@@ -115,6 +125,34 @@ final class InboundThrottle {
         arm(resumeAt, now: now)
     }
 
+    /// `connection`'s message took `nanoseconds` of the loop: past its share of this turn, it is not
+    /// read again before the turn ends.
+    func handled(_ connection: ShellConnection, nanoseconds: UInt64) {
+        guard connection.closing == nil,
+              connection.turnShare.spend(nanoseconds, turn: turn, share: turnShareNanoseconds) else { return }
+        yielded.append(connection.id)
+        LWSWrite.pauseReading(connection.wsi)
+    }
+
+    /// A turn of the loop ended: the connections that yielded in it are read again (unless
+    /// something else holds them). True when some were: lws must then be woken to read what it
+    /// buffered for them.
+    func turnEnded() -> Bool {
+        turn &+= 1
+        guard !yielded.isEmpty else { return false }
+        var resumed = false
+        for id in yielded {
+            guard let connection = table[id] else { continue }
+            connection.turnShare.resumed()
+            if connection.closing == nil, paused[id] == nil, !connection.pushedBack {
+                LWSWrite.resumeReading(connection.wsi)
+                resumed = true
+            }
+        }
+        yielded.removeAll(keepingCapacity: true)
+        return resumed
+    }
+
     func closed(_ id: UInt64) {
         paused.removeValue(forKey: id)
         pushback.closed(id)
@@ -132,7 +170,7 @@ final class InboundThrottle {
         for (id, at) in paused {
             if at <= now {
                 paused.removeValue(forKey: id)
-                if let connection = table[id], connection.closing == nil, !connection.pushedBack {
+                if let connection = table[id], connection.closing == nil, !connection.pushedBack, !connection.turnShare.yielded {
                     LWSWrite.resumeReading(connection.wsi)
                 }
             } else {

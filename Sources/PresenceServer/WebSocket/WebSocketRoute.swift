@@ -124,6 +124,7 @@ final class WebSocketRoute {
         defer {
             if connection.closing == nil {
                 throttle.charge(connection, bytes: length, endsMessage: messageEnds, handlingNanoseconds: handlingNanoseconds)
+                throttle.handled(connection, nanoseconds: handlingNanoseconds)
             }
         }
         switch connection.receiver.receive(fragment, messageEnds: messageEnds, announced: LWSRead.remainingInFrame(wsi)) {
