@@ -1,44 +1,48 @@
 @testable import PresenceServer
 import Testing
 
-/// A connection's share of a turn of the loop: it yields once its messages have taken more than the
-/// share in one turn, once, and starts afresh in the next.
+/// Each connection's share of a turn of the loop: it yields once its messages have taken more than
+/// the share in one turn, once, and starts afresh in the next.
 @Suite struct TurnShareTests {
-    func spend(_ share: inout TurnShare, _ nanoseconds: UInt64, turn: UInt64, limit: UInt64 = 250_000) -> Bool {
-        share.spend(nanoseconds, turn: turn, share: limit)
+    func spend(_ share: inout TurnShare, _ nanoseconds: UInt64, by id: UInt64 = 1) -> Bool {
+        share.spend(nanoseconds, by: id)
     }
 
     @Test func yieldsOnlyOnceItsMessagesTookMoreThanTheShareOfOneTurn() {
-        var share = TurnShare()
+        var share = TurnShare(shareNanoseconds: 250_000)
         var yields: [Bool] = []
-        for _ in 0..<5 { yields.append(spend(&share, 60_000, turn: 1)) }
+        for _ in 0..<5 { yields.append(spend(&share, 60_000)) }
         // 60, 120, 180, 240 µs: within 250; the fifth makes 300.
         #expect(yields == [false, false, false, false, true])
-        #expect(share.yielded)
-        let again = spend(&share, 60_000, turn: 1)
+        #expect(share.yielded == [1])
+        let again = spend(&share, 60_000)
         #expect(!again, "yields once per turn, not once per message after it")
+        let other = spend(&share, 200_000, by: 2)
+        #expect(!other, "each connection has its own share")
     }
 
     @Test func theNextTurnStartsAfresh() {
-        var share = TurnShare()
-        _ = spend(&share, 200_000, turn: 1)
-        let second = spend(&share, 200_000, turn: 2)
+        var share = TurnShare(shareNanoseconds: 250_000)
+        _ = spend(&share, 200_000)
+        #expect(share.turnEnded().isEmpty)
+        let second = spend(&share, 200_000)
         #expect(!second, "200 µs in each of two turns is never more than 250 µs in one")
-        #expect(!share.yielded)
-        let yielded = spend(&share, 300_000, turn: 3)
+        let yielded = spend(&share, 100_000)
         #expect(yielded)
-        share.resumed()
-        #expect(!share.yielded)
+        #expect(share.turnEnded() == [1])
+        #expect(share.yielded.isEmpty)
     }
 
     @Test func oneCostlyMessageYieldsAtOnceAndNoShareMeansNoLimit() {
-        var share = TurnShare()
-        let costly = spend(&share, 5_000_000, turn: 7)
+        var share = TurnShare(shareNanoseconds: 250_000)
+        let costly = spend(&share, 5_000_000)
         #expect(costly)
-        var unlimited = TurnShare()
-        let never = spend(&unlimited, .max, turn: 1, limit: 0)
+        var unlimited = TurnShare(shareNanoseconds: 0)
+        let never = spend(&unlimited, .max)
         #expect(!never)
-        let overflow = spend(&unlimited, .max, turn: 1, limit: 0)
-        #expect(!overflow, "use saturates instead of trapping")
+        var saturating = TurnShare(shareNanoseconds: .max)
+        _ = spend(&saturating, .max)
+        let overflow = spend(&saturating, .max)
+        #expect(!overflow, "use saturates at the share instead of trapping")
     }
 }

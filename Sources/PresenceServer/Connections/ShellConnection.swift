@@ -45,8 +45,6 @@ final class ShellConnection: DueFramesHolder {
     /// Not read from while the server is past saturation (`WriterPushback`); the liveness sweep
     /// does not judge it meanwhile (its PONGs are not read either).
     var pushedBack = false
-    /// The loop time its messages took in this turn (`InboundThrottle.handled`).
-    var turnShare = TurnShare()
 
     /// When the server's close frame went out: the client's close (or the liveness sweep, after
     /// `Outbox.closeLingerMilliseconds`) ends the connection; what it sends meanwhile is discarded.

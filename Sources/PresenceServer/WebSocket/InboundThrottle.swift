@@ -34,12 +34,8 @@ final class InboundThrottle {
     var dropSlowestReaders: (_ target: Int) -> Void = { _ in }
     /// What the server has queued now (writes not yet durable, outbound bytes).
     private let backlog: () -> WriterPushback.Backlog
-    /// Loop time one connection's messages may take in one turn (0: no limit).
-    private let turnShareNanoseconds: UInt64
-    /// Counts the loop's turns (`turnEnded`).
-    private var turn: UInt64 = 0
-    /// Connections that had their share of this turn, read again when it ends.
-    private var yielded: [UInt64] = []
+    /// The loop time each connection's messages took in this turn.
+    private var turnShare: TurnShare
 
     init(table: ConnectionTable, logger: Logger, metrics: ServerMetrics, runtime: LoopRuntime,
          pushback: WriterPushback = WriterPushback(maxPendingWrites: 0, maxQueuedBytes: 0), stalledPushbackMilliseconds: Int64 = 1_000,
@@ -50,7 +46,7 @@ final class InboundThrottle {
         self.pushback = pushback
         self.stalledPushbackMilliseconds = max(1, stalledPushbackMilliseconds)
         self.backlog = backlog
-        turnShareNanoseconds = UInt64(max(0, turnShareMicroseconds)) * 1_000
+        turnShare = TurnShare(shareNanoseconds: UInt64(max(0, turnShareMicroseconds)) * 1_000)
         timer = runtime.makeTimer { [unowned self] in
             timerDueAt = nil
             resumeDue()
@@ -98,7 +94,7 @@ final class InboundThrottle {
             connection.pushedBack = false
             // Not read meanwhile, so not heard: the liveness sweep starts counting again now.
             connection.liveness.heard(at: now)
-            if paused[id] == nil, connection.closing == nil, !connection.turnShare.yielded { LWSWrite.resumeReading(connection.wsi) }
+            if paused[id] == nil, connection.closing == nil, !turnShare.yielded.contains(id) { LWSWrite.resumeReading(connection.wsi) }
         }
         metrics.writersPushedBack.record(pushback.paused.count)
         return true
@@ -128,9 +124,7 @@ final class InboundThrottle {
     /// `connection`'s message took `nanoseconds` of the loop: past its share of this turn, it is not
     /// read again before the turn ends.
     func handled(_ connection: ShellConnection, nanoseconds: UInt64) {
-        guard connection.closing == nil,
-              connection.turnShare.spend(nanoseconds, turn: turn, share: turnShareNanoseconds) else { return }
-        yielded.append(connection.id)
+        guard connection.closing == nil, turnShare.spend(nanoseconds, by: connection.id) else { return }
         LWSWrite.pauseReading(connection.wsi)
     }
 
@@ -138,18 +132,14 @@ final class InboundThrottle {
     /// something else holds them). True when some were: lws must then be woken to read what it
     /// buffered for them.
     func turnEnded() -> Bool {
-        turn &+= 1
-        guard !yielded.isEmpty else { return false }
         var resumed = false
-        for id in yielded {
+        for id in turnShare.turnEnded() {
             guard let connection = table[id] else { continue }
-            connection.turnShare.resumed()
             if connection.closing == nil, paused[id] == nil, !connection.pushedBack {
                 LWSWrite.resumeReading(connection.wsi)
                 resumed = true
             }
         }
-        yielded.removeAll(keepingCapacity: true)
         return resumed
     }
 
@@ -170,7 +160,7 @@ final class InboundThrottle {
         for (id, at) in paused {
             if at <= now {
                 paused.removeValue(forKey: id)
-                if let connection = table[id], connection.closing == nil, !connection.pushedBack, !connection.turnShare.yielded {
+                if let connection = table[id], connection.closing == nil, !connection.pushedBack, !turnShare.yielded.contains(id) {
                     LWSWrite.resumeReading(connection.wsi)
                 }
             } else {

@@ -1,31 +1,35 @@
-/// One connection's share of a turn of the loop (issue 16): the loop time its messages took in the
+/// Each connection's share of a turn of the loop (issue 16): the loop time its messages took in the
 /// current turn. Past `--slice-microseconds` the connection yields: it is not read from again
-/// before the next turn, so the other clients' messages that arrived meanwhile go first. Without
+/// before the turn ends, so the other clients' messages that arrived meanwhile go first. Without
 /// it, a client that sends many costly messages at once (50 writes that each move 20 tagged
 /// windows, in one TCP read) held the loop for milliseconds while its message budget still
-/// allowed them, and everyone else waited behind it.
+/// allowed them, and everyone else waited behind it. Kept here, for the connections that spoke in
+/// this turn only, rather than in each connection (whose size is counted: bytes per connection).
 struct TurnShare {
-    /// The turn this connection's use was counted in (the loop's turn counter).
-    private var turn: UInt64 = 0
-    private var nanoseconds: UInt64 = 0
-    /// It yielded in `turn` and waits for the turn's end to be read again.
-    private(set) var yielded = false
+    /// Loop time one connection's messages may take in one turn (0: no limit).
+    let share: UInt64
+    private var used: [UInt64: UInt64] = [:]
+    /// Connections that had their share of this turn.
+    private(set) var yielded: Set<UInt64> = []
 
-    /// Adds `spent` to the use in `current`; true when the connection has now had more than
-    /// `share` of it and must yield (once per turn).
-    mutating func spend(_ spent: UInt64, turn current: UInt64, share: UInt64) -> Bool {
-        if turn != current {
-            turn = current
-            nanoseconds = 0
-            yielded = false
-        }
-        let (sum, overflow) = nanoseconds.addingReportingOverflow(spent)
-        nanoseconds = overflow ? .max : sum
-        guard share > 0, nanoseconds > share, !yielded else { return false }
-        yielded = true
+    init(shareNanoseconds: UInt64) { share = shareNanoseconds }
+
+    /// Adds `spent` to `id`'s use of this turn; true when it has now had more than its share and
+    /// must yield (once per turn).
+    mutating func spend(_ spent: UInt64, by id: UInt64) -> Bool {
+        guard share > 0, spent > 0 else { return false }
+        let (sum, overflow) = used[id, default: 0].addingReportingOverflow(spent)
+        let total = overflow ? UInt64.max : sum
+        used[id] = total
+        guard total > share, !yielded.contains(id) else { return false }
+        yielded.insert(id)
         return true
     }
 
-    /// The turn it yielded in is over: it may be read again.
-    mutating func resumed() { yielded = false }
+    /// The turn is over: every connection starts afresh; returns those that yielded in it.
+    mutating func turnEnded() -> Set<UInt64> {
+        used.removeAll(keepingCapacity: true)
+        defer { yielded.removeAll(keepingCapacity: true) }
+        return yielded
+    }
 }
