@@ -29,10 +29,11 @@ public struct ServerConfiguration: Sendable {
     /// `shedReadDelayMilliseconds`, or with more than `shedPendingWrites` writes not yet durable,
     /// is overloaded; three in a row start refusing a share of data writes with `unavailable`
     /// (0 turns a signal off, both 0 turn shedding off). It comes before push-back: its pending
-    /// bound is a fifth of `pushbackPendingWrites`, which stays as the backstop.
+    /// bound is under `pushbackPendingWrites` (5,000), which stays as the backstop; 4,000 delivered the
+    /// most with a bounded p99 at 40k writes/s (docs/performance.md, "Past saturation: shedding writes").
     public var shedBusyPercent = 95
     public var shedReadDelayMilliseconds = 100
-    public var shedPendingWrites = 1_000
+    public var shedPendingWrites = 4_000
     /// Loop time all reads in slices take together in one turn of the loop, before as long idle
     /// (`SlicedReplies`): what a big read adds to other clients' latency (issue 16).
     public var sliceMicroseconds: Int64 = 1_000
