@@ -97,17 +97,21 @@ def main(path):
             cell = f"{events(r['events_per_s_in_window'])}, {ms(pct(r.get('latency'), 'p99_us'))}"
             if s == "durable":
                 cell += f", {events(r['acks_per_s_in_window'])}"
+            if r.get("writes_refused_unavailable"):
+                cell += f" ({r['writes_refused_unavailable'] / max(1, r['writes_measured']):.0%} of writes refused)"
             if not r.get("final_state", {}).get("ok"):
                 cell += " (final state " + verdict(r).strip("*") + ")"
             cells.append(cell)
         print("| " + " | ".join(cells) + " |")
     print()
     print("Events/s are those delivered while writing (per-second mean over the window); p99 is write→watcher over "
-          "every measured push, including those delivered while settling.")
+          "every measured push, including those delivered while settling. Writes refused with `unavailable` (the server "
+          "shedding load past saturation) are left out of latency and acks; the final state is checked against each user's "
+          "last acknowledged write.")
     print()
     cols = ["R", "server", "events/s in window (overall)", "per second min–max", "write→watcher p50 / p99 / p999 / max",
             "p99 by second (first → last)", "acks/s, write→ack p50 / p99", "server µs/event user + sys", "server cores",
-            "generator cores, µs/event", "writes sent / offered", "final state"]
+            "generator cores, µs/event", "writes sent / offered", "writes refused (unavailable)", "final state"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for rate in rates:
@@ -132,6 +136,7 @@ def main(path):
                 num(r.get("server_cpu_fraction_of_one_core")),
                 f"{num(r.get('generator_cpu_fraction_of_one_core'))}, {num(gcpu.get('total'))}",
                 f"{r['writes_measured']:,} / {r['writes_offered']:,}{pace}",
+                f"{r.get('writes_refused_unavailable', 0):,}",
                 verdict(r),
             ]) + " |")
 

@@ -15,7 +15,7 @@
 # Output: one JSON line per (server, R) on stdout ({"server":…,"rate":…,"loadavg_before":…,
 # "result":{presence-bench's report}}), after a first {"meta":…} line; then the markdown tables
 # (bench/fanout-table.py). Everything is also kept in OUT (results.jsonl, table.md, server logs, and
-# pushback-<server>-<R>.txt: the push-back counters from /metrics at the end of each run of ours).
+# pushback-<server>-<R>.txt: the push-back and shedding counters from /metrics at the end of each run of ours).
 # Every run happens even if one fails; a failed final-state check (exit 2) or a timeout makes the
 # script exit 1 at the end, naming the runs.
 #
@@ -80,8 +80,8 @@ for R in $RATES; do
                 trap 'stop_server; stop_mosquitto' EXIT
                 # shellcheck disable=SC2086
                 measure "$S" "$R" "$BENCH" fanout --url "$URL" --rate "$R" "${SHAPE[@]}" --server-pid "$SERVER_PID" ${GEN_ARGS:-}
-                # Whether push-back engaged (its log line is at notice level, under this warning level).
-                curl -fsS "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -E '^presence_writers_(paused_total|pushed_back)' \
+                # Whether push-back and shedding engaged (their log lines are at notice level, under this warning level).
+                curl -fsS "http://127.0.0.1:$PORT/metrics" 2>/dev/null | grep -E '^presence_(writers_(paused_total|pushed_back)|writes_shed_total|write_shedding)' \
                     >"$OUT/pushback-$S-$R.txt" || true
                 stop_server
                 rm -rf "$DATA_DIR"

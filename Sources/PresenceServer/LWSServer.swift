@@ -43,6 +43,7 @@ public final class LWSServer: @unchecked Sendable {
     let operators: OperatorAPI
     let http: HTTPRoute
     let liveness: LivenessSweep
+    let shedder: WriteShedder
     /// Replicated mode (`--storage redis`): the engine's cluster effects on Redis.
     let cluster: ClusterLink?
     private let reloader: Reloader
@@ -94,6 +95,13 @@ public final class LWSServer: @unchecked Sendable {
                                        queuedBytes: outboundPath.drainableBacklogBytes(over: configuration.pushbackQueuedBytes / 2))
             },
             turnShareMicroseconds: configuration.sliceMicroseconds)
+        let connections = table
+        let shedder = WriteShedder(settings: .init(busyPercent: configuration.shedBusyPercent, maxPendingWrites: configuration.shedPendingWrites,
+                                                   maxReadDelayMilliseconds: Double(configuration.shedReadDelayMilliseconds)),
+                                   logger: logger, metrics: metrics, runtime: runtime,
+                                   pendingWrites: { [unowned storageLink] in storageLink.pendingWrites },
+                                   unreadBytes: { [unowned connections] id in connections[id].map { unreadBytes(onSocket: $0.socket) } })
+        self.shedder = shedder
         throttle.dropSlowestReaders = { [unowned outboundPath] target in outboundPath.dropSlowestReaders(downTo: target) }
         slices.refuse = { id, message in engine.refusedDeferredRead(ConnectionID(id), message: message) }
         slices.refuseListen = { id, read, tag, message in
@@ -110,14 +118,15 @@ public final class LWSServer: @unchecked Sendable {
             }
         }
         let webSocket = WebSocketRoute(configuration: configuration, logger: logger, metrics: metrics, engine: engine, table: table,
-                                       outbox: outbox, steps: steps, throttle: throttle)
+                                       outbox: outbox, steps: steps, throttle: throttle, shedder: shedder)
         self.webSocket = webSocket
+        shedder.bytesRead = { [unowned webSocket] in webSocket.bytesReceived }
         operators = OperatorAPI(configuration: configuration, logger: logger, engine: engine, rest: rest, metrics: metrics,
                                 table: table, outbox: outbox, storage: self.storage, cluster: cluster,
                                 received: { [unowned webSocket] in (webSocket.messagesReceived, webSocket.bytesReceived) })
         http = HTTPRoute(configuration: configuration, logger: logger, engine: engine, rest: rest, table: table,
                          responder: responder, streams: streams, operators: operators, steps: steps, storage: self.storage, slices: slices,
-                         runtime: runtime)
+                         runtime: runtime, shedder: shedder)
         liveness = LivenessSweep(configuration: configuration, logger: logger, table: table, outbox: outbox, streams: streams,
                                  runtime: runtime)
     }
@@ -160,6 +169,7 @@ public final class LWSServer: @unchecked Sendable {
             cluster.start()
         }
         liveness.start()
+        shedder.start()
         operators.startSampling(runtime: runtime, streams: streams)
     }
 
@@ -238,6 +248,12 @@ public final class LWSServer: @unchecked Sendable {
     }
 
     private var shutdownBegun = false
+}
+
+/// Bytes received on `socket` that nobody has read yet (`FIONREAD`).
+private func unreadBytes(onSocket socket: Int32) -> Int {
+    var count: Int32 = 0
+    return ioctl(socket, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
 }
 
 /// The frame tap's report (see `MaskTap.onViolation`), a global function so it converts to `@convention(c)`.

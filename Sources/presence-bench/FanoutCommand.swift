@@ -67,8 +67,9 @@ private final class RTDBFanout: @unchecked Sendable {
                 if r == 1 {
                     if ok { load.ready.add(1, ordering: .relaxed) } else { load.failures["writer auth \(scan.status ?? "?")", default: 0] += 1 }
                 } else {
-                    load.acked(u, ok: ok, now: now)
-                    if !ok { load.failures["put \(scan.status ?? "?")", default: 0] += 1 }
+                    let answer: FanoutLoad.Answer = ok ? .ok : scan.status == "unavailable" ? .refused : .failed
+                    load.acked(u, seq: r - 1, answer, now: now)
+                    if answer == .failed { load.failures["put \(scan.status ?? "?")", default: 0] += 1 }
                 }
             case .watcher:
                 if r == 1 {

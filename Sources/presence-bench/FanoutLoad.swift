@@ -50,9 +50,14 @@ final class FanoutLoad: @unchecked Sendable {
     var prevSend: [UInt64]
     /// The `lastSeen` the writer itself put in its last value (MQTT has no server timestamp).
     var lastSeenSent: [Int]
-    /// Send times of writes not acknowledged yet (acks come in order).
-    private(set) var inflight: [[UInt64]]
+    /// Writes not answered yet, in send order: (sequence number, send time); an answered one out of
+    /// order (a refusal overtakes the acks that wait for a commit) is marked with sequence 0.
+    private(set) var inflight: [[(seq: Int, sentAt: UInt64)]]
     private var inflightHead: [Int]
+    /// The last write the server acknowledged (`ok`), and its send time: what every watcher must
+    /// end up holding (a refused write changes nothing).
+    private(set) var lastAckedSeq: [Int]
+    private var lastAckedSend: [UInt64]
     private let watchersOfUser: [Int]
     // Per watcher × subscription slot: what the watcher holds now.
     private var stOnline: [Int8]
@@ -84,6 +89,8 @@ final class FanoutLoad: @unchecked Sendable {
     private(set) var maxBehind = 0
     private(set) var writesAcked = 0
     private(set) var writesFailed = 0
+    /// Writes answered `unavailable` (the server shedding load past saturation).
+    private(set) var writesRefused = 0
     private(set) var acksInWindow = 0
     private(set) var expectedEvents = 0
     private(set) var eventsMeasured = 0
@@ -111,6 +118,8 @@ final class FanoutLoad: @unchecked Sendable {
         lastSeenSent = .init(repeating: 0, count: users)
         inflight = .init(repeating: [], count: users)
         inflightHead = .init(repeating: 0, count: users)
+        lastAckedSeq = .init(repeating: 0, count: users)
+        lastAckedSend = .init(repeating: 0, count: users)
         pattern = WatchPattern(users: users, subs: subs)
         watchersOfUser = pattern.watchersPerUser(watchers: watchers)
         stOnline = .init(repeating: -1, count: watchers * subs)
@@ -153,7 +162,7 @@ final class FanoutLoad: @unchecked Sendable {
         return s
     }
 
-    var allAcked: Bool { inflight.allSatisfy(\.isEmpty) }
+    var allAcked: Bool { inflight.indices.allSatisfy { inflightHead[$0] == inflight[$0].count } }
 
     /// Sends every write due at `now`: `write(u, sentAt)` for user u, whose `seq[u]` is already
     /// the new value's. Writers without a connection are skipped (and counted).
@@ -169,7 +178,7 @@ final class FanoutLoad: @unchecked Sendable {
                 if measuring { writesSkipped += 1 }
                 continue
             }
-            if writerWindow > 0, inflight[u].count - inflightHead[u] >= writerWindow {
+            if writerWindow > 0, outstanding(u) >= writerWindow {
                 writesSent += 1
                 if measuring { writesHeldBack += 1 }
                 continue
@@ -178,7 +187,7 @@ final class FanoutLoad: @unchecked Sendable {
             prevSend[u] = lastSend[u]
             let t = monotonicMicros()
             lastSend[u] = t
-            inflight[u].append(t)
+            inflight[u].append((seq[u], t))
             write(u, t)
             writesSent += 1
             if measuring {
@@ -189,19 +198,46 @@ final class FanoutLoad: @unchecked Sendable {
         if measuring { maxBehind = max(maxBehind, due - writesSent) }
     }
 
-    /// The next reply to user u's writes (in order); only `ok` ones count as acks in the latency
-    /// and acks/s (a refused write is counted in `writes_failed`).
-    func acked(_ u: Int, ok: Bool, now: UInt64) {
+    /// Writes of user u not answered yet (marked ones included: an upper bound).
+    private func outstanding(_ u: Int) -> Int { inflight[u].count - inflightHead[u] }
+
+    enum Answer { case ok, refused, failed }
+
+    /// A reply to user u's write number `seq` (nil: the oldest unanswered, for transports whose
+    /// acks come in order). Only `ok` ones count as acks in the latency and acks/s, and become the
+    /// state watchers must end with; `unavailable` ones (`writes_refused`) are expected past
+    /// saturation and never pushed; other failures count in `writes_failed`.
+    func acked(_ u: Int, seq: Int? = nil, _ answer: Answer, now: UInt64) {
         let h = inflightHead[u]
+        var found: Int?
         if h < inflight[u].count {
-            if measuring, ok {
-                ackLatency.add(now &- inflight[u][h])
-                if writing { acksInWindow += 1 }
-            }
-            inflightHead[u] = h + 1
-            if h + 1 == inflight[u].count { inflight[u].removeAll(keepingCapacity: true); inflightHead[u] = 0 }
+            if seq == nil || inflight[u][h].seq == seq { found = h } else { found = inflight[u][(h + 1)...].firstIndex { $0.seq == seq } }
         }
-        if ok { writesAcked += 1 } else { writesFailed += 1 }
+        if let i = found {
+            let write = inflight[u][i]
+            if answer == .ok {
+                if measuring {
+                    ackLatency.add(now &- write.sentAt)
+                    if writing { acksInWindow += 1 }
+                }
+                if write.seq > lastAckedSeq[u] {
+                    lastAckedSeq[u] = write.seq
+                    lastAckedSend[u] = write.sentAt
+                }
+            } else if answer == .refused, measuring {
+                expectedEvents -= watchersOfUser[u]
+            }
+            inflight[u][i].seq = 0
+            var head = h
+            while head < inflight[u].count, inflight[u][head].seq == 0 { head += 1 }
+            if head == inflight[u].count { inflight[u].removeAll(keepingCapacity: true); head = 0 }
+            inflightHead[u] = head
+        }
+        switch answer {
+        case .ok: writesAcked += 1
+        case .refused: writesRefused += 1
+        case .failed: writesFailed += 1
+        }
     }
 
     /// A push of user u's value (`{"online":…,"lastSeen":…,…}` somewhere in `scan`) to watcher w.
@@ -244,7 +280,8 @@ final class FanoutLoad: @unchecked Sendable {
     /// The online value user u's write number `n` carries (writers start online, then flap).
     static func online(seq n: Int) -> Bool { n % 2 == 1 }
 
-    /// Compares every watcher's view with each user's last write: `online`, the embedded fields,
+    /// Compares every watcher's view with each user's last acknowledged write (refused ones change
+    /// nothing): `online`, the embedded fields,
     /// and `lastSeen` (equal to what the writer sent, or, for server timestamps, the same for all
     /// of a user's watchers).
     func verify(lastSeenIsWriters: Bool) -> FanoutVerdict {
@@ -253,17 +290,18 @@ final class FanoutLoad: @unchecked Sendable {
         for w in 0..<watchers {
             for j in 0..<subs {
                 let u = user(w, j)
-                guard seq[u] > 0 else { continue }
+                let last = lastAckedSeq[u]
+                guard last > 0 else { continue }
                 v.checked += 1
                 let k = w * subs + j
-                let want: Int8 = Self.online(seq: seq[u]) ? 1 : 0
+                let want: Int8 = Self.online(seq: last) ? 1 : 0
                 var ok = stOnline[k] == want
-                if timeField != nil, ok { ok = UInt64(stTime[k]) == lastSend[u] }
-                if seqField != nil, ok { ok = stSeq[k] == seq[u] }
+                if timeField != nil, ok { ok = UInt64(stTime[k]) == lastAckedSend[u] }
+                if seqField != nil, ok { ok = stSeq[k] == last }
                 if !ok {
                     v.wrong += 1
                     if v.examples.count < 5 {
-                        v.examples.append("watcher\(w) user\(u): online \(stOnline[k]) seq \(stSeq[k]), want \(want) seq \(seq[u])")
+                        v.examples.append("watcher\(w) user\(u): online \(stOnline[k]) seq \(stSeq[k]), want \(want) seq \(last)")
                     }
                 }
                 if lastSeenIsWriters {
@@ -300,6 +338,7 @@ final class FanoutLoad: @unchecked Sendable {
         fields += [
             ("writes_acked_total", .int(writesAcked)),
             ("writes_failed", .int(writesFailed)),
+            ("writes_refused_unavailable", .int(writesRefused)),
             ("acks_per_s_in_window", .double(Double(acksInWindow) / writeSeconds)),
             ("ack_latency", ackLatency.summary()),
             ("events_expected", .int(expectedEvents)),

@@ -14,7 +14,8 @@ struct FanoutMeasurement {
     var stateFields: [(String, ReportJSON)]
     var resourceFields: [(String, ReportJSON)]
 
-    /// The final-state check: every watcher saw its user's last write, and every write was acked.
+    /// The final-state check: every watcher saw its user's last acknowledged write, and every write
+    /// was answered (acknowledged, or refused with `unavailable`).
     /// The command exits with 2 when it fails.
     var ok: Bool { verdict.wrong == 0 && verdict.lastSeenDisagree == 0 && allAcked }
 

@@ -94,7 +94,7 @@ private final class MQTTFanout: @unchecked Sendable {
         switch p.packetType {
         case .connack:
             if p.connackCode == 0 { load.ready.add(1, ordering: .relaxed) } else { load.failures["writer connack \(p.connackCode ?? -1)", default: 0] += 1 }
-        case .puback: load.acked(u, ok: true, now: now)
+        case .puback: load.acked(u, .ok, now: now)
         case .pingresp: break
         default: load.failures["writer got packet type \(p.type)", default: 0] += 1
         }

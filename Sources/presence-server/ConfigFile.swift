@@ -19,7 +19,7 @@ enum ConfigFile {
         "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
         // Past saturation (docs/performance.md, issue 17)
         "pushback-pending-writes", "pushback-queued-bytes", "pushback-stall-seconds",
-    ]).union(ClusterOptions.flagNames)
+    ]).union(SheddingOptions.flagNames).union(ClusterOptions.flagNames)
     static let booleanFlags: Set<String> = ["insecure"]
 
     static func expand(_ arguments: [String]) -> [String] {

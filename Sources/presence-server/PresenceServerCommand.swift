@@ -83,6 +83,8 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "A connection whose queued frames have not moved for this many seconds is a reader that does not read: its bytes no longer count toward --pushback-queued-bytes (they are bounded by --max-queued-bytes), and push-back that has not drained after ten times as long closes the connections holding the most, so readers cannot hold writers paused.")
     var pushbackStallSeconds = Double(ServerConfiguration().pushbackStallMilliseconds) / 1000
 
+    @OptionGroup var shedding: SheddingOptions
+
     @Option(help: "REST request bodies the server reads at once, in bytes, all connections together (reserved from Content-Length when a request's head arrives); a request that would go over is answered 503 with Retry-After.")
     var maxPendingBodyBytes = 32 * 1_048_576
 
@@ -313,7 +315,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
             ("slice-reads-over", .number(Double(sliceReadsOver))), ("slice-microseconds", .number(Double(sliceMicroseconds))),
             ("log-level", .string(logLevel)),
-        ] + cluster.effectiveConfiguration(port: port, dataDir: dataDir))
+        ] + shedding.effectiveConfiguration + cluster.effectiveConfiguration(port: port, dataDir: dataDir))
     }
 
     /// Measured: the server starts with 16 (SQLite, no Redis) and aborts or cannot listen below;
@@ -375,6 +377,7 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.pushbackPendingWrites = pushbackPendingWrites
         configuration.pushbackQueuedBytes = pushbackQueuedBytes
         configuration.pushbackStallMilliseconds = Int64((pushbackStallSeconds * 1000).rounded())
+        shedding.apply(to: &configuration)
         configuration.sliceMicroseconds = sliceMicroseconds
         configuration.pingIntervalSeconds = pingInterval
         configuration.idleTimeoutSeconds = idleTimeout

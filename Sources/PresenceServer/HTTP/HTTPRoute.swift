@@ -22,6 +22,8 @@ final class HTTPRoute {
     private let operators: OperatorAPI
     private let steps: EngineSteps
     private let storage: StorageLink
+    private let shedder: WriteShedder
+    private let trustedProxies: Set<String>
     private var bodies: RequestBodies<OpaquePointer>
     private let pending = PendingAnswers()
     private let slicedReads: SlicedHTTPReads
@@ -34,7 +36,7 @@ final class HTTPRoute {
 
     init(configuration: ServerConfiguration, logger: Logger, engine: Engine, rest: RESTHandler, table: ConnectionTable,
          responder: HTTPResponder, streams: EventStreams, operators: OperatorAPI, steps: EngineSteps, storage: StorageLink,
-         slices: SlicedReplies, runtime: LoopRuntime) {
+         slices: SlicedReplies, runtime: LoopRuntime, shedder: WriteShedder) {
         self.logger = logger
         self.engine = engine
         self.rest = rest
@@ -44,6 +46,8 @@ final class HTTPRoute {
         self.operators = operators
         self.steps = steps
         self.storage = storage
+        self.shedder = shedder
+        trustedProxies = configuration.trustedProxies
         bodies = RequestBodies(limits: .init(maxBodyBytes: configuration.maxMessageBytes, maxPendingBytes: configuration.maxPendingBodyBytes,
                                              timeoutMilliseconds: Int64(configuration.httpTimeoutSeconds) * 1_000,
                                              minBytesPerSecond: Self.minBodyBytesPerSecond))
@@ -67,7 +71,9 @@ final class HTTPRoute {
             if length > 0 { return admitBody(of: request, length: length, on: wsi) }
         }
         if let answered = routeOperators(request, on: wsi) { return answered }
-        if let refusal = storageRefusal(request) ?? namespaceRefusal(request) { return responder.respond(wsi, refusal) }
+        if let refusal = storageRefusal(request) ?? namespaceRefusal(request) ?? shedRefusal(request, on: wsi) {
+            return responder.respond(wsi, refusal)
+        }
         switch rest.stream(request, now: WallClock.nowMilliseconds()) {
         case .success(let stream)?: return open(stream, on: wsi)
         case .failure(let refusal)?: return responder.respond(wsi, refusal.response)
@@ -148,7 +154,8 @@ final class HTTPRoute {
     /// A request with a body: checked from its head, then its body is read or dropped.
     private func admitBody(of request: HTTPRequest, length: Int, on wsi: OpaquePointer) -> Int32 {
         let now = WallClock.nowMilliseconds()
-        if length <= bodies.limits.maxBodyBytes, let refusal = storageRefusal(request) ?? namespaceRefusal(request) ?? precheck(request, now: now) {
+        if length <= bodies.limits.maxBodyBytes,
+           let refusal = storageRefusal(request) ?? namespaceRefusal(request) ?? precheck(request, now: now) ?? shedRefusal(request, on: wsi) {
             return refuse(wsi, refusal, length: length, request: request)
         }
         let admission = bodies.admit(wsi, request: request, length: length, now: now)
@@ -165,11 +172,24 @@ final class HTTPRoute {
 
     /// While storage commits fail, REST writes are refused (503): not stored means not acknowledged.
     private func storageRefusal(_ request: HTTPRequest) -> HTTPResponse? {
-        guard storage.isFailing, ["PUT", "PATCH", "POST", "DELETE"].contains(request.method),
-              request.path != "/.admin", !request.path.hasPrefix("/.admin/") else { return nil }
+        guard storage.isFailing, Self.isDataWrite(request) else { return nil }
         var response = HTTPResponse.error(503, StorageLink.unavailableMessage)
         response.headers.append(("Retry-After", "5"))
         return response
+    }
+
+    /// Past saturation, a share of REST data writes is refused (503) from the head, the heaviest
+    /// client addresses first (`WriteShedding`).
+    private func shedRefusal(_ request: HTTPRequest, on wsi: OpaquePointer) -> HTTPResponse? {
+        guard Self.isDataWrite(request), !shedder.admit(restFrom: LWSRead.clientAddress(wsi, trustedProxies: trustedProxies)) else { return nil }
+        var response = HTTPResponse.error(503, WriteShedder.message)
+        response.headers.append(("Retry-After", "1"))
+        return response
+    }
+
+    /// REST writes (PUT, PATCH, POST, DELETE), not the operator API's.
+    private static func isDataWrite(_ request: HTTPRequest) -> Bool {
+        ["PUT", "PATCH", "POST", "DELETE"].contains(request.method) && request.path != "/.admin" && !request.path.hasPrefix("/.admin/")
     }
 
     /// A cluster keeps each namespace under Redis keys, which bound its name (as for WebSockets).

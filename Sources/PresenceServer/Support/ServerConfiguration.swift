@@ -24,6 +24,16 @@ public struct ServerConfiguration: Sendable {
     /// its bytes no longer count toward `pushbackQueuedBytes`, and push-back that has not drained
     /// after ten times as long drops the connections holding the most as slow readers (issue 16).
     public var pushbackStallMilliseconds: Int64 = 100
+    /// Load shedding past saturation (`WriteShedding`): a 100 ms window with the loop busy at
+    /// least `shedBusyPercent` of it while writers' input waits unread longer than
+    /// `shedReadDelayMilliseconds`, or with more than `shedPendingWrites` writes not yet durable,
+    /// is overloaded; three in a row start refusing a share of data writes with `unavailable`
+    /// (0 turns a signal off, both 0 turn shedding off). It comes before push-back: its pending
+    /// bound is under `pushbackPendingWrites` (5,000), which stays as the backstop; 4,000 delivered the
+    /// most with a bounded p99 at 40k writes/s (docs/performance.md, "Past saturation: shedding writes").
+    public var shedBusyPercent = 95
+    public var shedReadDelayMilliseconds = 100
+    public var shedPendingWrites = 4_000
     /// Loop time all reads in slices take together in one turn of the loop, before as long idle
     /// (`SlicedReplies`): what a big read adds to other clients' latency (issue 16).
     public var sliceMicroseconds: Int64 = 1_000

@@ -28,6 +28,11 @@ final class ServerMetrics {
     /// (`WriterPushback`), and how many are paused now.
     let writersPaused = CoreMetrics.Counter(label: "presence_writers_paused_total")
     let writersPushedBack = CoreMetrics.Gauge(label: "presence_writers_pushed_back")
+    /// Data writes refused with `unavailable` past saturation (`WriteShedding`), whether shedding
+    /// is on now (1/0), and the share of writes it aims to refuse.
+    let writesShed = CoreMetrics.Counter(label: "presence_writes_shed_total")
+    let writeShedding = CoreMetrics.Gauge(label: "presence_write_shedding")
+    let writeShedShare = CoreMetrics.Gauge(label: "presence_write_shed_share")
     private var closedByReason: [String: CoreMetrics.Counter] = [:]
     private var exported = Engine.Counters()
     private var exportedCounters: [String: CoreMetrics.Counter] = [:]

@@ -15,6 +15,7 @@ final class WebSocketRoute {
     private let outbox: Outbox
     private let steps: EngineSteps
     let throttle: InboundThrottle
+    private let shedder: WriteShedder
     private var admission: AddressAdmission
     private(set) var messagesReceived = 0
     private(set) var bytesReceived = 0
@@ -22,7 +23,7 @@ final class WebSocketRoute {
     var boundPort = 0
 
     init(configuration: ServerConfiguration, logger: Logger, metrics: ServerMetrics, engine: Engine,
-         table: ConnectionTable, outbox: Outbox, steps: EngineSteps, throttle: InboundThrottle) {
+         table: ConnectionTable, outbox: Outbox, steps: EngineSteps, throttle: InboundThrottle, shedder: WriteShedder) {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
@@ -31,6 +32,7 @@ final class WebSocketRoute {
         self.outbox = outbox
         self.steps = steps
         self.throttle = throttle
+        self.shedder = shedder
         admission = AddressAdmission(maxConnections: configuration.maxConnectionsPerAddress,
                                      maxPerSecond: configuration.maxConnectionRatePerAddress)
     }
@@ -157,11 +159,19 @@ final class WebSocketRoute {
         }
         // Only a write's pushes count toward write-to-push (not a listen's initial data).
         var writeStartedAt: UInt64?
+        var shed = false
         switch message {
         case .ping:
             engine.ping(id)
         case .ignoredControl:
             break
+        case .request(let request) where request.request.isWrite && !shedder.admit(connection: connection.id):
+            // Past saturation (WriteShedding): refused at once, changing nothing. Only data writes;
+            // onDisconnect registrations, listens and auth are never shed.
+            shed = true
+            if let number = request.number {
+                outbox.perform([.send([id], .reply(number: number, result: .failure(.unavailable(WriteShedder.message))))])
+            }
         case .request(let request):
             if Self.isWrite(request.request) {
                 writeStartedAt = arrivedAt
@@ -181,7 +191,7 @@ final class WebSocketRoute {
         }
         steps.run(writeStartedAt: writeStartedAt)
         // Past saturation, a writer is read no more until the backlog drains (WriterPushback).
-        if writeStartedAt != nil { throttle.wrote(connection) }
+        if writeStartedAt != nil || shed { throttle.wrote(connection) }
     }
 
     static func isWrite(_ request: Request) -> Bool {
@@ -235,6 +245,7 @@ final class WebSocketRoute {
         outbox.closed(connection)
         MaskTap.closed(connection.socket)
         throttle.closed(id)
+        shedder.closed(id)
         let reason = connection.closing.map { "\($0.code) \($0.reason)" } ?? "socket closed"
         metrics.closed(reason: connection.closing.map { $0.reason == "peer closed" ? "client_close" : "server_\($0.code)" } ?? "socket_closed")
         engine.disconnect(ConnectionID(id), now: WallClock.nowMilliseconds())
