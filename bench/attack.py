@@ -242,6 +242,8 @@ def run(name, args):
     url = f"ws://{server.host}:{server.port}/.ws?v=5&ns=demo"
     watcher = multiprocessing.Process(target=bystander, args=(url, args.rate, phase, results))
     watcher.start()
+    if args.pin:  # the well-behaved client does not share its machine with the attacker either
+        os.sched_setaffinity(watcher.pid, {0})
     time.sleep(1)  # connections up; the first second is not measured
     phase.value = 1
     time.sleep(args.baseline)
@@ -321,12 +323,12 @@ def main():
     parser.add_argument("--json", help="also write all reports to this file")
     parser.add_argument("--server-args", default="", help="extra flags for every server (e.g. '--slice-reads-over 0')")
     parser.add_argument("--pin", action="store_true",
-                        help="the server on CPU 0, this harness (bystander and attackers) on CPU 1: an attacker "
-                             "elsewhere on the network does not take the server's CPU (as bench/compare.sh pins)")
+                        help="the server and the bystander on CPU 0, the attackers on CPU 1: an attacker elsewhere "
+                             "on the network takes neither the server's CPU nor the well-behaved client's")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.pin:
-        os.sched_setaffinity(0, {1})  # inherited by the bystander's and the attackers' processes
+        os.sched_setaffinity(0, {1})  # inherited by the attackers' processes (the bystander moves to CPU 0)
     if args.list:
         for name, scenario in attack_scenarios.SCENARIOS.items():
             print(f"{name:20} {scenario['what']}")

@@ -7,7 +7,7 @@
 # DURATION (20), RATE (50 bystander writes/s), OUT (also write the reports to this JSON file),
 # STRICT (1: also fail when the bystander's p99 more than doubles), SKIP_BUILD, SERVER_ARGS (extra flags for
 # every server, e.g. "--slice-reads-over 0" to compare with reads answered at once), PIN (1: the server
-# alone on CPU 0, the bystander and the attackers on CPU 1).
+# and the bystander on CPU 0, the attackers on CPU 1: an attacker elsewhere on the network).
 # Everything runs under nice 10 (the machine may be shared); attackers another 10 below the server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

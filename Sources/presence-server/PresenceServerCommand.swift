@@ -177,7 +177,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "A g, a listen's initial data, a REST GET or a stream's first event, of a location whose data passes this many bytes (as JSON), is windowed and serialized in slices (--slice-microseconds) between other clients' messages, then sent a piece at a time, rather than at once (--max-read-bytes is checked on its text: too_big, REST 413); 0 answers every read at once.")
     var sliceReadsOver = EngineLimits.serverSliceReadsOver
 
-    @Option(help: "Loop time, in microseconds, that all reads in slices (--slice-reads-over) take together in one turn of the loop, before the loop is left idle as long: the most a big read adds to another client's wait.")
+    @Option(help: "Loop time, in microseconds, that one client may hold the loop at once: all reads in slices (--slice-reads-over) together in one turn of the loop, before the loop is left idle as long, and one WebSocket connection's messages in one turn (past it the connection is read again when the turn ends): about the most a big read or a batch of costly messages adds to another client's wait.")
     var sliceMicroseconds = ServerConfiguration().sliceMicroseconds
 
     var engineLimits: EngineLimits {

@@ -35,8 +35,10 @@ public struct ServerConfiguration: Sendable {
     public var shedReadDelayMilliseconds = 100
     public var shedPendingWrites = 4_000
     /// Loop time all reads in slices take together in one turn of the loop, before as long idle
-    /// (`SlicedReplies`): what a big read adds to other clients' latency (issue 16).
-    public var sliceMicroseconds: Int64 = 1_000
+    /// (`SlicedReplies`), and one WebSocket connection's messages in one turn (`TurnShare`): what
+    /// one client adds to other clients' latency (issue 16). 250 µs kept a bystander's p99 within
+    /// 2× under the big-read and tagged-window attacks where 1,000 µs did not (docs/robustness.md).
+    public var sliceMicroseconds: Int64 = 250
     /// Inbound WebSocket messages one connection may send per second, on average (0: unlimited),
     /// and at once (the bucket's size). Over it, the server stops reading from the connection until
     /// its budget refills (`MessageBudget`). A message costs one, plus one per 16 KiB, plus one per
