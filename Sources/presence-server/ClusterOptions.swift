@@ -77,7 +77,13 @@ struct ClusterOptions: ParsableArguments {
     }
 
     func effectiveConfiguration(port: Int, dataDir: String) -> [(String, JSON)] {
-        let state: String? = (try? clusterStatePath(port: port, dataDir: dataDir)).map { $0 ?? ClusterStateFile.disabled } ?? clusterState
+        // The file in use ("disabled" when off); when no default path can be made, what was given.
+        let state: String?
+        do {
+            state = try clusterStatePath(port: port, dataDir: dataDir) ?? ClusterStateFile.disabled
+        } catch {
+            state = clusterState
+        }
         let stateJSON: JSON = state.map { JSON.string($0) } ?? .null
         let nodeJSON: JSON = nodeID.map { JSON.string($0) } ?? .null
         var fields: [(String, JSON)] = [("redis", .string(redis)), ("node-id", nodeJSON), ("node-lease", .number(nodeLease))]
