@@ -15,4 +15,63 @@ static inline void presence_name_this_thread(const char *name) { (void)pthread_s
 // accounting (time blocked in epoll_wait), read with uv_metrics_idle_time (write shedding).
 static inline int presence_uv_measure_idle_time(uv_loop_t *loop) { return uv_loop_configure(loop, UV_METRICS_IDLE_TIME); }
 
+// --- lws's timer without the busy wait (PresenceLoop's LWSTimerGuard) ---------------------------
+//
+// lws 4.1 keeps its timers (`lws_sul`: ours, its timeouts) in a µs-sorted list and arms one libuv
+// timer for the first, rounding to the nearest millisecond. A timer due within 0.5 ms is armed for
+// 0 ms, and libuv 1.44 runs a timer re-armed for 0 ms again within the same pass (`uv__run_timers`
+// reads the loop's time once): lws's callback runs back to back, finds nothing ripe, re-arms for
+// 0 ms, ... until the timer is due. The loop burns up to half a millisecond per timer without
+// polling for I/O, and every client waits (issue 16: a quarter of the server's CPU during an
+// `/online-users` refresh). The guard wraps lws's callback: when lws re-arms for 0 ms from it,
+// the timer is re-armed for 1 ms instead (lws's timers fire up to a millisecond late).
+
+// lws's callback (the same function for every context), kept once seen. (A static inside a
+// function: Swift's importer emits a header's functions, not its variables.)
+static inline uv_timer_cb *presence_lws_timer_cb_slot(void) {
+    static uv_timer_cb slot;
+    return &slot;
+}
+
+static inline uv_timer_cb presence_lws_timer_cb_load(void) { return __atomic_load_n(presence_lws_timer_cb_slot(), __ATOMIC_ACQUIRE); }
+
+static void presence_lws_timer_guarded(uv_timer_t *timer) {
+    uv_timer_cb lws = presence_lws_timer_cb_load();
+    if (lws == NULL) return;
+    lws(timer);
+    if (!uv_is_active((uv_handle_t *)timer)) return;
+    if (timer->timeout <= uv_now(timer->loop)) {
+        // Due again in this pass: it would spin. A millisecond from now the loop has polled.
+        uv_timer_start(timer, presence_lws_timer_guarded, 1, 0);
+    } else {
+        timer->timer_cb = presence_lws_timer_guarded;
+    }
+}
+
+// Puts the guard around lws's callback if lws armed its timer with its own since the last look
+// (from its idle handler or elsewhere outside its callback). Call once per turn, before the poll.
+static inline void presence_lws_timer_guard(uv_timer_t *timer) {
+    uv_timer_cb current = timer->timer_cb;
+    if (current == NULL || current == presence_lws_timer_guarded) return;
+    __atomic_store_n(presence_lws_timer_cb_slot(), current, __ATOMIC_RELEASE);
+    timer->timer_cb = presence_lws_timer_guarded;
+}
+
+// Whether `timer` is guarded now (tests).
+static inline int presence_lws_timer_is_guarded(const uv_timer_t *timer) { return timer->timer_cb == presence_lws_timer_guarded; }
+
+// The loop's timer handles, up to `capacity`, into `found`; returns how many there are.
+struct presence_timer_walk { uv_timer_t **found; int capacity; int count; };
+static void presence_collect_timer(uv_handle_t *handle, void *arg) {
+    struct presence_timer_walk *walk = (struct presence_timer_walk *)arg;
+    if (handle->type != UV_TIMER) return;
+    if (walk->count < walk->capacity) walk->found[walk->count] = (uv_timer_t *)handle;
+    walk->count++;
+}
+static inline int presence_uv_timers(uv_loop_t *loop, uv_timer_t **found, int capacity) {
+    struct presence_timer_walk walk = { found, capacity, 0 };
+    uv_walk(loop, presence_collect_timer, &walk);
+    return walk.count;
+}
+
 #endif

@@ -46,6 +46,10 @@ public final class LoopRuntime: @unchecked Sendable {
     private var turnEndHooks: [() -> Void] = []
     private var turnEnd: UnsafeMutablePointer<uv_prepare_t>?
     private var shutdownTimer: LoopTimer?
+    /// lws's libuv timer without its busy wait (`LWSTimerGuard`), from `createContext` on.
+    private var lwsTimerGuard: LWSTimerGuard?
+    /// How many lws timers the guard found on the loop (1 with lws 4.1; 0 before `createContext`).
+    public var guardedLWSTimers: Int { lwsTimerGuard?.timerCount ?? 0 }
     /// Set when the context is being destroyed: timers and wakes stop.
     public private(set) var isShuttingDown = false
     private var loopClosed = false
@@ -107,11 +111,15 @@ public final class LoopRuntime: @unchecked Sendable {
         // On a foreign loop lws returns the context even when creating it failed: it has begun
         // destroying it, and may have freed it already, clearing the slot. A marker tells.
         contextSlot.pointee = OpaquePointer(bitPattern: 1)
+        let timersBefore = LWSTimerGuard.timers(on: uvLoop)
         guard let context = lws_create_context(&info), contextSlot.pointee != nil else {
             contextSlot.pointee = nil
             throw .context
         }
         contextSlot.pointee = context
+        let timerGuard = LWSTimerGuard(loop: uvLoop, before: timersBefore)
+        lwsTimerGuard = timerGuard
+        onTurnEnd { timerGuard.guardTimers() }
         inbox.open(context)
         // Jobs posted before the context existed were dropped; a stop asked for meanwhile is not.
         if stopDelay.load(ordering: .acquiring) >= 0 { lws_cancel_service(context) }

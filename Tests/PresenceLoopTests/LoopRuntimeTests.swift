@@ -55,6 +55,31 @@ import Testing
         #expect(runtime.context == nil && runtime.isShuttingDown)
     }
 
+    /// lws arms its libuv timer for its first timer rounded to the nearest millisecond: one due
+    /// within half a millisecond was armed for 0 ms, and libuv fired it again and again in the same
+    /// pass until it was due, the loop polling nothing meanwhile (`LWSTimerGuard`). Each timer here
+    /// schedules the next 300 µs later; the loop must turn (and poll) between any two of them.
+    @Test func aTimerDueWithinHalfAMillisecondLetsTheLoopTurnMeanwhile() throws {
+        let fixture = try Fixture()
+        let runtime = fixture.runtime
+        #expect(runtime.guardedLWSTimers == 1)
+        var turns = 0
+        runtime.onTurnEnd { turns += 1 }
+        var turnsAtFire: [Int] = []
+        var chain: LoopTimer?
+        chain = runtime.makeTimer { [unowned runtime] in
+            turnsAtFire.append(turns)
+            if turnsAtFire.count == 20 { return runtime.shutdown(afterMicroseconds: 1) }
+            chain?.schedule(afterMicroseconds: 300)
+        }
+        chain?.schedule(afterMicroseconds: 2_000)
+        #expect(runtime.run() == 0)
+        chain = nil
+        #expect(turnsAtFire.count == 20)
+        let between = zip(turnsAtFire.dropFirst(), turnsAtFire).map { $0 - $1 }
+        #expect(between.allSatisfy { $0 >= 1 }, "loop turns between consecutive timers: \(between)")
+    }
+
     @Test func jobsPostedFromOtherThreadsRunOnTheLoopInOrder() throws {
         let fixture = try Fixture()
         let runtime = fixture.runtime

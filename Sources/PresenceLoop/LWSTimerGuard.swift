@@ -1,0 +1,43 @@
+import CLibUV
+
+/// Keeps lws's libuv timer from busy-waiting (see `presence_lws_timer_guarded` in the CLibUV
+/// shim): lws 4.1 arms its one timer for its first `sul` rounded to the nearest millisecond, so a
+/// `sul` due within half a millisecond is armed for 0 ms, and libuv 1.44 fires it again and again
+/// within the same pass until it is due, without polling for I/O. Measured before the guard
+/// (`docs/robustness.md`, "lws's timer"): loop turns of 0.5–0.75 ms during a big read answered in
+/// slices, a fifth of the server's CPU in `clock_gettime`.
+///
+/// lws's timer is the timer handle that appeared on the loop when lws joined it. Each turn, before the poll, the guard is put back around lws's callback when lws
+/// re-armed the timer with its own; the guarded callback re-arms a 0 ms timer for 1 ms.
+/// Loop thread only.
+final class LWSTimerGuard {
+    private var timers: [UnsafeMutablePointer<uv_timer_t>] = []
+
+    /// lws's timers: those on `loop` now that were not before lws joined it (`timers(on:)`).
+    init(loop: UnsafeMutablePointer<uv_loop_t>, before: [UnsafeMutablePointer<uv_timer_t>]) {
+        timers = Self.timers(on: loop).filter { !before.contains($0) }
+    }
+
+    /// The timer handles on `loop`.
+    static func timers(on loop: UnsafeMutablePointer<uv_loop_t>) -> [UnsafeMutablePointer<uv_timer_t>] {
+        var capacity = 8
+        while true {
+            let found = UnsafeMutablePointer<UnsafeMutablePointer<uv_timer_t>?>.allocate(capacity: capacity)
+            defer { found.deallocate() }
+            let count = Int(presence_uv_timers(loop, found, Int32(capacity)))
+            if count <= capacity { return (0..<count).compactMap { found[$0] } }
+            capacity = count
+        }
+    }
+
+    /// How many timer handles lws has on the loop (1 with lws 4.1).
+    var timerCount: Int { timers.count }
+
+    /// Whether each of lws's timers is armed with the guard around lws's callback (tests).
+    var isGuarding: Bool { !timers.isEmpty && timers.allSatisfy { presence_lws_timer_is_guarded($0) != 0 } }
+
+    /// Once per turn, before the loop polls.
+    func guardTimers() {
+        for timer in timers { presence_lws_timer_guard(timer) }
+    }
+}
