@@ -5,6 +5,7 @@
 
 #include <uv.h>
 #include <pthread.h>
+#include <errno.h>
 
 // Names the calling thread (at most 15 bytes show), as a loop thread started with pthread_create
 // (PresenceLoop's startThread). pthread_setname_np is a GNU extension Swift's Glibc does not export.
@@ -72,6 +73,51 @@ static inline int presence_uv_timers(uv_loop_t *loop, uv_timer_t **found, int ca
     struct presence_timer_walk walk = { found, capacity, 0 };
     uv_walk(loop, presence_collect_timer, &walk);
     return walk.count;
+}
+
+// --- How the kernel schedules the server's threads (PresenceLoop's ThreadScheduling) -------------
+#include <sched.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SCHED_BATCH
+#define SCHED_BATCH 3  // <sched.h> names it only under _GNU_SOURCE
+#endif
+
+// struct sched_attr (SCHED_ATTR_SIZE_VER0): glibc 2.36 has no sched_setattr wrapper.
+struct presence_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+};
+
+// The calling thread asks for a time slice of `nanoseconds` (Linux 6.12+, EEVDF: a task with a
+// shorter slice than the running one preempts it when it wakes; clamped to 0.1-100 ms). The
+// thread's nice value is kept. Older kernels ignore the slice. Returns 0 or an errno.
+static inline int presence_request_slice(uint64_t nanoseconds) {
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    if (nice == -1 && errno != 0) return errno;
+    struct presence_sched_attr attr = {0};
+    attr.size = sizeof attr;
+    attr.sched_policy = SCHED_OTHER;
+    attr.sched_nice = nice;
+    attr.sched_runtime = nanoseconds;
+    return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : errno;
+}
+
+// The calling thread becomes SCHED_BATCH: the same share of the CPU, but its wake-ups do not
+// preempt the thread running (the loop). Returns 0 or an errno.
+static inline int presence_become_batch(void) {
+    struct sched_param param = {0};
+    return sched_setscheduler(0, SCHED_BATCH, &param) == 0 ? 0 : errno;
 }
 
 #endif

@@ -4,12 +4,12 @@ import CLibUV
 /// shim): lws 4.1 arms its one timer for its first `sul` rounded to the nearest millisecond, so a
 /// `sul` due within half a millisecond is armed for 0 ms, and libuv 1.44 fires it again and again
 /// within the same pass until it is due, without polling for I/O. Measured before the guard
-/// (`docs/robustness.md`, "lws's timer"): loop turns of 0.5–0.75 ms during a big read answered in
-/// slices, a fifth of the server's CPU in `clock_gettime`.
+/// (`docs/robustness.md`, "The loop's own pauses"): loop turns of 0.5–0.75 ms during a big read
+/// answered in slices, a fifth of the server's CPU in `clock_gettime`.
 ///
-/// lws's timer is the timer handle that appeared on the loop when lws joined it. Each turn, before the poll, the guard is put back around lws's callback when lws
-/// re-armed the timer with its own; the guarded callback re-arms a 0 ms timer for 1 ms.
-/// Loop thread only.
+/// lws's timer is the timer handle that appeared on the loop when lws joined it. Each turn,
+/// before the poll, the guard is put back around lws's callback when lws re-armed the timer with
+/// its own; the guarded callback re-arms a 0 ms timer for 1 ms. Loop thread only.
 final class LWSTimerGuard {
     private var timers: [UnsafeMutablePointer<uv_timer_t>] = []
 

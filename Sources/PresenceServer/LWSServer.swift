@@ -184,6 +184,7 @@ public final class LWSServer: @unchecked Sendable {
 
     /// Services the loop until the server has stopped. Call on the thread that called `start()`.
     public func run() {
+        if let refused = ThreadScheduling.preferLatency() { logger.debug("the loop thread keeps the default time slice (\(refused))") }
         let result = runtime.run()
         if result != 0 { logger.error("the event loop still had handles when it closed (libuv error \(result))") }
         storage.stop(engine: engine)

@@ -65,4 +65,20 @@ import Testing
         #expect(late.map(\.key) == [2, 3] && late.map(\.refused) == [false, true])
         #expect(bodies.isEmpty && bodies.reservedBytes == 0)
     }
+
+    /// A byte that arrives after the deadline closes the connection: lws re-arms its own timeout
+    /// on every piece of a body, so the drop the route asked for at the deadline could be undone.
+    @Test func aBodyPastItsDeadlineIsRefusedWhateverArrivesAfterUntilItCloses() {
+        var bodies = RequestBodies<Int>(limits: limits)
+        let put = HTTPRequest(method: "PUT", path: "/a.json")
+        #expect(bodies.admit(1, request: put, length: 100, now: 0) == .read)
+        #expect(arrive(&bodies, 1, 1) == .kept)
+        #expect(bodies.expire(now: 11_000).map(\.key) == [1])
+        #expect(bodies.isLate(1) && bodies.reservedBytes == 0)
+        #expect(arrive(&bodies, 1, 1) == .late)
+        #expect(arrive(&bodies, 2, 1) == .dropped, "a connection with no body expected")
+        bodies.closed(1)
+        #expect(!bodies.isLate(1))
+        #expect(arrive(&bodies, 1, 1) == .dropped, "a new connection may reuse the key")
+    }
 }

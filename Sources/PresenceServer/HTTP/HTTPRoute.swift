@@ -249,13 +249,14 @@ final class HTTPRoute {
         guard let input else { return 0 }
         switch bodies.arrived(wsi, UnsafeRawBufferPointer(start: input, count: length)) {
         case .kept, .dropped: return 0
-        case .tooMuch:
+        case .tooMuch, .late:
             bodies.closed(wsi)
             return -1
         }
     }
 
     func bodyComplete(_ wsi: OpaquePointer) -> Int32 {
+        if bodies.isLate(wsi) { return -1 }  // expired: its drop is under way
         let request: HTTPRequest
         switch bodies.complete(wsi) {
         case .request(let complete)?: request = complete

@@ -32,6 +32,10 @@ struct RequestBodies<Key: Hashable> {
         case dropped
         /// A refused request sent more than is worth reading: close the connection.
         case tooMuch
+        /// The body's deadline passed (`expire`): close the connection. lws re-arms its own
+        /// content timeout on every piece of a body, which cancels the drop the route asked for
+        /// at the deadline if a byte arrives before the drop is carried out.
+        case late
     }
 
     private struct Entry {
@@ -44,6 +48,8 @@ struct RequestBodies<Key: Hashable> {
 
     let limits: Limits
     private var entries: [Key: Entry] = [:]
+    /// Connections whose body expired, until they close.
+    private var late: Set<Key> = []
     /// Bytes reserved by the bodies being read (their `Content-Length`).
     private(set) var reservedBytes = 0
 
@@ -83,7 +89,7 @@ struct RequestBodies<Key: Hashable> {
 
     /// Body bytes arrived for `key`.
     mutating func arrived(_ key: Key, _ bytes: UnsafeRawBufferPointer) -> Arrival {
-        guard var entry = entries[key] else { return .dropped }
+        guard var entry = entries[key] else { return late.contains(key) ? .late : .dropped }
         if entry.refused {
             entry.dropped += bytes.count
             entries[key] = entry
@@ -118,12 +124,21 @@ struct RequestBodies<Key: Hashable> {
         return entry
     }
 
-    mutating func closed(_ key: Key) { forget(key) }
+    mutating func closed(_ key: Key) {
+        forget(key)
+        late.remove(key)
+    }
+
+    /// Whether `key`'s body expired (its connection is being dropped).
+    func isLate(_ key: Key) -> Bool { late.contains(key) }
 
     /// Requests whose body is late: forgotten here; the route drops their connections.
     mutating func expire(now: Int64) -> [(key: Key, refused: Bool)] {
         let late = entries.filter { $0.value.deadline <= now }.map { (key: $0.key, refused: $0.value.refused) }
-        for (key, _) in late { forget(key) }
+        for (key, _) in late {
+            forget(key)
+            self.late.insert(key)
+        }
         return late
     }
 }

@@ -8,10 +8,12 @@ import PresenceWire
 /// spends at most `sliceNanoseconds` on all of them together, then lets the loop read and answer
 /// other clients before the next slice (a timer of 1 µs: libuv polls for I/O before it fires).
 ///
-/// Slices take at most half of the loop's time: after a turn's slices the next wait as long as
-/// they took (`sliceNanoseconds` of work, then as long idle). A big read's wall time doubles, but
-/// the loop is idle half the time, so other clients' messages find it waiting for them rather than
-/// busy (on a shared machine, a busy process also loses the CPU to others more often).
+/// Slices take at most half of the loop's time: after a turn's slices the next wait at least as
+/// long as they took (`sliceNanoseconds` of work, then as long idle; a wait under half a
+/// millisecond becomes a millisecond, `LWSTimerGuard`: before it, that wait was a busy spin that
+/// polled nothing). A big read's wall time grows, but the loop is idle most of the time, so other
+/// clients' messages find it waiting for them rather than busy (on a shared machine, a busy process
+/// also loses the CPU to others more often).
 ///
 /// Order on the connection is kept: while a connection has a read in slices, what the outbound path
 /// would send it afterwards waits here behind it (`holds`, `hold`), and all of it is handed back to

@@ -1,5 +1,6 @@
 import Foundation
 import PresenceCore
+import PresenceLoop
 import Synchronization
 
 /// The storage thread: batches handed over by the loop are committed together (group commit), and
@@ -99,6 +100,8 @@ final class StorageWriter: @unchecked Sendable {
     }
 
     private func run() {
+        // Commits are bulk work: they must not take the CPU from the loop the moment a batch wakes them.
+        ThreadScheduling.preferThroughput()
         func seconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
         var carried: [StorageBatch] = []
         var failingSince: Double?

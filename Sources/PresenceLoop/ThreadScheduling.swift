@@ -1,0 +1,29 @@
+import CLibUV
+
+/// How the kernel should schedule the calling thread, for a loop that must answer quickly beside
+/// threads that work in bulk (the storage writer). Measured under `bench/attack.sh`'s slow
+/// readers (`docs/robustness.md`, "The loop's own pauses"): the storage thread, woken for each
+/// 256 KB write, preempted the loop thread at once and held the CPU for up to a slice (about a
+/// millisecond), and the loop thread woken while it ran waited as long; every client's push waited
+/// with it.
+public enum ThreadScheduling {
+    /// The slice the loop thread asks for: short enough that it preempts a bulk thread when it
+    /// wakes, long enough that two busy threads do not switch more than a few thousand times a second.
+    public static let loopSliceMicroseconds: UInt64 = 200
+
+    /// The calling thread answers clients: ask for a short slice (Linux 6.12 and later; ignored
+    /// before). Nil, or why the kernel refused.
+    @discardableResult
+    public static func preferLatency(sliceMicroseconds: UInt64 = loopSliceMicroseconds) -> String? {
+        let error = presence_request_slice(sliceMicroseconds * 1_000)
+        return error == 0 ? nil : "sched_setattr: errno \(error)"
+    }
+
+    /// The calling thread works in bulk: SCHED_BATCH (the same share of the CPU, but its
+    /// wake-ups do not preempt the loop). Nil, or why the kernel refused.
+    @discardableResult
+    public static func preferThroughput() -> String? {
+        let error = presence_become_batch()
+        return error == 0 ? nil : "sched_setscheduler(SCHED_BATCH): errno \(error)"
+    }
+}
