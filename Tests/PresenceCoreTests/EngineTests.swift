@@ -40,6 +40,36 @@ import Testing
         #expect(harness.take(watcher) == [echo])
     }
 
+    /// A merge's child paths are each valid, but joined to the merge's location they must stay
+    /// within 768 bytes and 32 levels, as any written path (found by the `rest` fuzz target:
+    /// nothing checked the join, so a node was stored at a path no client may write).
+    @Test func aMergeWhoseJoinedPathsAreTooLongOrTooDeepIsRefusedAndStoresNothing() throws {
+        let harness = EngineHarness()
+        let id = harness.connect()
+        _ = harness.take(id)
+        let base = "/" + String(repeating: "a", count: 500)
+        let key = String(repeating: "b", count: 300)
+        let deep = (1...20).map { "d\($0)" }.joined(separator: "/")
+        for (number, action) in [(1, "m"), (2, "om")] {
+            harness.request(number, action, #"{"p":"\#(base)","d":{"\#(key)":1,"ok":2}}"#, from: id)
+            let reply = harness.take(id).last ?? ""
+            #expect(reply.contains(#""s":"invalid_data""#), "\(action): \(reply)")
+            #expect(reply.contains("longer than 768 bytes"), "\(action): \(reply)")
+            harness.request(number + 10, action, #"{"p":"/\#(deep)","d":{"\#(deep)":1}}"#, from: id)
+            let deepReply = harness.take(id).last ?? ""
+            #expect(deepReply.contains("deeper than 32 levels"), "\(action): \(deepReply)")
+        }
+        harness.disconnect(id)
+        let root = harness.engine.value(at: .root, namespace: "test")
+        #expect(root.isNull, "nothing stored: \(root)")
+        // At the limits exactly, the merge is taken.
+        let writer = harness.connect()
+        _ = harness.take(writer)
+        let fits = String(repeating: "c", count: 768 - 501 - 1)
+        harness.request(3, "m", #"{"p":"\#(base)","d":{"\#(fits)":1}}"#, from: writer)
+        #expect(harness.take(writer).last == #"{"t":"d","d":{"r":3,"b":{"s":"ok","d":""}}}"#)
+    }
+
     @Test func mergeIsPushedAsOneMessageToListenersAbove() {
         let harness = EngineHarness()
         let watcher = harness.connect()

@@ -32,7 +32,7 @@ extension Engine {
     func prepare(_ updates: [Request.Update], under path: Path, in ns: Namespace, now: Int64) -> Result<[(Path, Node)], EngineError> {
         var writes: [(Path, Node)] = []
         for update in updates {
-            do { writes.append(try prepare(update.value, at: path.appending(update.path), in: ns, now: now)) } catch {
+            do { writes.append(try prepare(update.value, at: try path.appendingWithinLimits(update.path), in: ns, now: now)) } catch {
                 return .failure(EngineError(error))
             }
         }

@@ -110,6 +110,20 @@ public struct Path: Hashable, Sendable, CustomStringConvertible, Comparable {
 
     public func appending(_ other: Path) -> Path { Path(validated: segments + other.segments) }
 
+    /// `self` then `other`, held to the limits a parsed path is: a merge's child paths are each
+    /// valid, but joined to the merge's location they may not be (found by the `rest` fuzz target:
+    /// an update stored at 1,000 bytes and 40 levels).
+    public func appendingWithinLimits(_ other: Path) throws(DataError) -> Path {
+        let joined = appending(other)
+        if joined.count > Path.maxDepth {
+            throw DataError.invalidPath(joined.description, reason: "deeper than \(Path.maxDepth) levels")
+        }
+        if joined.byteLength > Path.maxKeyPathBytes {
+            throw DataError.invalidPath(joined.description, reason: "longer than \(Path.maxKeyPathBytes) bytes")
+        }
+        return joined
+    }
+
     /// True when `self` is `other` or one of its ancestors.
     public func contains(_ other: Path) -> Bool {
         guard segments.count <= other.segments.count else { return false }
