@@ -23,8 +23,8 @@ static inline int presence_uv_measure_idle_time(uv_loop_t *loop) { return uv_loo
 // 0 ms, and libuv 1.44 runs a timer re-armed for 0 ms again within the same pass (`uv__run_timers`
 // reads the loop's time once): lws's callback runs back to back, finds nothing ripe, re-arms for
 // 0 ms, ... until the timer is due. The loop burns up to half a millisecond per timer without
-// polling for I/O, and every client waits (issue 16: a quarter of the server's CPU during an
-// `/online-users` refresh). The guard wraps lws's callback: when lws re-arms for 0 ms from it,
+// polling for I/O, and every client waits (issue 16: a fifth of the server's CPU in `clock_gettime` during
+// `/online-users` refreshes). The guard wraps lws's callback: when lws re-arms for 0 ms from it,
 // the timer is re-armed for 1 ms instead (lws's timers fire up to a millisecond late).
 
 // lws's callback (the same function for every context), kept once seen. (A static inside a
@@ -57,9 +57,6 @@ static inline void presence_lws_timer_guard(uv_timer_t *timer) {
     __atomic_store_n(presence_lws_timer_cb_slot(), current, __ATOMIC_RELEASE);
     timer->timer_cb = presence_lws_timer_guarded;
 }
-
-// Whether `timer` is guarded now (tests).
-static inline int presence_lws_timer_is_guarded(const uv_timer_t *timer) { return timer->timer_cb == presence_lws_timer_guarded; }
 
 // The loop's timer handles, up to `capacity`, into `found`; returns how many there are.
 struct presence_timer_walk { uv_timer_t **found; int capacity; int count; };

@@ -33,9 +33,6 @@ final class LWSTimerGuard {
     /// How many timer handles lws has on the loop (1 with lws 4.1).
     var timerCount: Int { timers.count }
 
-    /// Whether each of lws's timers is armed with the guard around lws's callback (tests).
-    var isGuarding: Bool { !timers.isEmpty && timers.allSatisfy { presence_lws_timer_is_guarded($0) != 0 } }
-
     /// Once per turn, before the loop polls.
     func guardTimers() {
         for timer in timers { presence_lws_timer_guard(timer) }
