@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "PresenceServer",
             dependencies: [
-                "PresenceCore", "PresenceWire", "PresenceLoop", "PresenceRedis", "CLibWebSockets", "CPresenceTap",
+                "PresenceCore", "PresenceWire", "PresenceLoop", "PresenceRedis", "CLibWebSockets", "CLibUV", "CPresenceTap",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -58,17 +58,25 @@ static inline void presence_lws_timer_guard(uv_timer_t *timer) {
     timer->timer_cb = presence_lws_timer_guarded;
 }
 
-// The loop's timer handles, up to `capacity`, into `found`; returns how many there are.
-struct presence_timer_walk { uv_timer_t **found; int capacity; int count; };
-static void presence_collect_timer(uv_handle_t *handle, void *arg) {
-    struct presence_timer_walk *walk = (struct presence_timer_walk *)arg;
-    if (handle->type != UV_TIMER) return;
-    if (walk->count < walk->capacity) walk->found[walk->count] = (uv_timer_t *)handle;
+// The loop's handles of one type (`listening`: only poll handles on listening sockets, lws's
+// listeners), up to `capacity`, into `found`; returns how many there are.
+#include <sys/socket.h>
+struct presence_handle_walk { uv_handle_type type; int listening; uv_handle_t **found; int capacity; int count; };
+static void presence_collect_handle(uv_handle_t *handle, void *arg) {
+    struct presence_handle_walk *walk = (struct presence_handle_walk *)arg;
+    if (handle->type != walk->type) return;
+    if (walk->listening) {
+        uv_os_fd_t fd;
+        int listening = 0;
+        socklen_t length = sizeof listening;
+        if (uv_fileno(handle, &fd) != 0 || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0 || !listening) return;
+    }
+    if (walk->count < walk->capacity) walk->found[walk->count] = handle;
     walk->count++;
 }
-static inline int presence_uv_timers(uv_loop_t *loop, uv_timer_t **found, int capacity) {
-    struct presence_timer_walk walk = { found, capacity, 0 };
-    uv_walk(loop, presence_collect_timer, &walk);
+static inline int presence_uv_handles(uv_loop_t *loop, uv_handle_type type, int listening, uv_handle_t **found, int capacity) {
+    struct presence_handle_walk walk = { type, listening, found, capacity, 0 };
+    uv_walk(loop, presence_collect_handle, &walk);
     return walk.count;
 }
 

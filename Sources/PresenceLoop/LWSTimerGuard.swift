@@ -20,14 +20,7 @@ final class LWSTimerGuard {
 
     /// The timer handles on `loop`.
     static func timers(on loop: UnsafeMutablePointer<uv_loop_t>) -> [UnsafeMutablePointer<uv_timer_t>] {
-        var capacity = 8
-        while true {
-            let found = UnsafeMutablePointer<UnsafeMutablePointer<uv_timer_t>?>.allocate(capacity: capacity)
-            defer { found.deallocate() }
-            let count = Int(presence_uv_timers(loop, found, Int32(capacity)))
-            if count <= capacity { return (0..<count).compactMap { found[$0] } }
-            capacity = count
-        }
+        LoopHandles.find(on: loop, type: UV_TIMER).map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: uv_timer_t.self) }
     }
 
     /// How many timer handles lws has on the loop (1 with lws 4.1).

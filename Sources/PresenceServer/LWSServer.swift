@@ -48,6 +48,8 @@ public final class LWSServer: @unchecked Sendable {
     let cluster: ClusterLink?
     private let reloader: Reloader
     private var contextSetup: LWSContextSetup?
+    /// At most `--max-accepts-per-turn` new connections a turn (nil with 0: lws accepts them all).
+    private(set) var acceptGovernor: AcceptGovernor?
     /// The port actually bound (useful with port 0).
     public private(set) var boundPort = 0
 
@@ -152,6 +154,15 @@ public final class LWSServer: @unchecked Sendable {
             throw LWSContextSetup.startFailure(configuration)
         }
         boundPort = Int(lws_get_vhost_listen_port(vhost))
+        if configuration.maxAcceptsPerTurn > 0 {
+            let governor = AcceptGovernor(perTurn: configuration.maxAcceptsPerTurn, vhost: vhost,
+                                          tls: configuration.tlsCertificatePath != nil, metrics: metrics)
+            if governor.attach(to: runtime.uvLoop) > 0 {
+                acceptGovernor = governor
+            } else {
+                logger.warning("no listening socket found on the loop: --max-accepts-per-turn is not applied")
+            }
+        }
         webSocket.boundPort = boundPort
         runtime.receiveSignals()
         Signals.install()
@@ -205,6 +216,8 @@ public final class LWSServer: @unchecked Sendable {
     private func endOfTurn() {
         outbox.flush()
         var wake = outbox.needsLWSWake
+        // (The next turn's accepts: this runs just before the loop polls again.)
+        if acceptGovernor?.turnBegins() == true { wake = true }
         while outbox.hasDropped {
             steps.run()
             outbox.flush()

@@ -12,7 +12,7 @@ enum ConfigFile {
         "host", "port", "rules", "auth", "secret-file", "project-id", "firebase-keys", "admin-token-file",
         "default-namespace", "max-message-bytes", "ping-interval", "idle-timeout", "rx-buffer", "disconnect-grace",
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
-        "max-connection-rate", "log-level", "online-pattern", "online-field", "online-location",
+        "max-connection-rate", "max-accepts-per-turn", "log-level", "online-pattern", "online-field", "online-location",
         "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-queries-per-location", "max-ondisconnect-ops",
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces", "slice-reads-over", "slice-microseconds",
         // Floods and slow clients (docs/robustness.md)

@@ -145,6 +145,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "New WebSocket connections per second from one remote address (0 = unlimited). Default: unlimited on loopback, 50 otherwise.")
     var maxConnectionRate: Int?
 
+    @Option(help: "New connections (from any address) the server accepts in one turn of its loop; the rest wait in the kernel's queue for the next turns, so a connection storm's handshakes go between other clients' messages (0 = as many as are waiting).")
+    var maxAcceptsPerTurn = ServerConfiguration().maxAcceptsPerTurn
+
     @Option(help: "Comma-separated addresses of reverse proxies (e.g. 127.0.0.1): from them, X-Forwarded-For names the client for the per-address limits, logs and operators. With it, the per-address limits apply on loopback too.")
     var trustedProxies = ""
 
@@ -260,6 +263,7 @@ struct PresenceServerCommand: ParsableCommand {
         if sliceReadsOver < 0 || sliceReadsOver > 1 << 30 { throw ValidationError("--slice-reads-over must be between 0 and \(1 << 30)") }
         if let value = maxConnectionsPerAddress, value < 0 { throw ValidationError("--max-connections-per-address must be 0 or more") }
         if let value = maxConnectionRate, value < 0 { throw ValidationError("--max-connection-rate must be 0 or more") }
+        guard (0...10_000).contains(maxAcceptsPerTurn) else { throw ValidationError("--max-accepts-per-turn must be between 0 and 10000") }
     }
 
     func clusterSettings() throws(ClusterSettings.Invalid) -> ClusterSettings {
@@ -304,6 +308,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("tls-cert", optional(tlsCert)), ("tls-key", optional(tlsKey)),
             ("max-connections-per-address", .number(Double(maxConnectionsPerAddress ?? (limitsExempt ? 0 : 1000)))),
             ("max-connection-rate", .number(Double(maxConnectionRate ?? (limitsExempt ? 0 : 50)))),
+            ("max-accepts-per-turn", .number(Double(maxAcceptsPerTurn))),
             ("trusted-proxies", .string(trustedProxies)),
             ("online-pattern", .string(onlinePattern)), ("online-field", .string(onlineField)),
             ("online-location", .string(onlineLocation)),
@@ -389,6 +394,7 @@ struct PresenceServerCommand: ParsableCommand {
         configuration.limitEventLogPath = limitEvents
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress ?? (limitsExempt ? 0 : 1000)
         configuration.maxConnectionRatePerAddress = maxConnectionRate ?? (limitsExempt ? 0 : 50)
+        configuration.maxAcceptsPerTurn = maxAcceptsPerTurn
         configuration.trustedProxies = trustedProxySet
 
         let verifier: any TokenVerifier

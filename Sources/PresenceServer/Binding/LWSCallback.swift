@@ -11,6 +11,7 @@ func presenceCallback(
     let server = Unmanaged<LWSServer>.fromOpaque(raw).takeUnretainedValue()
     switch reason {
     case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+        if let governor = server.acceptGovernor, !governor.admit(Int32(truncatingIfNeeded: Int(bitPattern: input))) { return 1 }
         MaskTap.accepted(input)
         return 0
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:

@@ -59,6 +59,9 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerAddress = 0
     /// New WebSocket connections per second from one remote address (0 = unlimited).
     public var maxConnectionRatePerAddress = 0
+    /// New connections (of any address) accepted in one turn of the loop; the rest wait in the
+    /// kernel's queue for the next turns (`AcceptGovernor`; 0 = as many as are waiting, lws's way).
+    public var maxAcceptsPerTurn = 4
     /// Reverse proxies whose `X-Forwarded-For` names the client (per-address limits, operators'
     /// views, logs). From any other peer the header is ignored: clients could forge it.
     public var trustedProxies: Set<String> = []

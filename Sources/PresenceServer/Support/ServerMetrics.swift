@@ -33,6 +33,10 @@ final class ServerMetrics {
     let writesShed = CoreMetrics.Counter(label: "presence_writes_shed_total")
     let writeShedding = CoreMetrics.Gauge(label: "presence_write_shedding")
     let writeShedShare = CoreMetrics.Gauge(label: "presence_write_shed_share")
+    /// New connections accepted a turn later than they could have been (`--max-accepts-per-turn`),
+    /// and the most accepted in one turn since the start.
+    let acceptsDeferred = CoreMetrics.Counter(label: "presence_accepts_deferred_total")
+    let acceptsMostInOneTurn = CoreMetrics.Gauge(label: "presence_accepts_most_in_one_turn")
     private var closedByReason: [String: CoreMetrics.Counter] = [:]
     private var exported = Engine.Counters()
     private var exportedCounters: [String: CoreMetrics.Counter] = [:]
