@@ -7,7 +7,9 @@
 # DURATION (20), RATE (50 bystander writes/s), OUT (also write the reports to this JSON file),
 # STRICT (1: also fail when the bystander's p99 more than doubles), SKIP_BUILD, SERVER_ARGS (extra flags for
 # every server, e.g. "--slice-reads-over 0" to compare with reads answered at once), PIN (1: the server
-# and the bystander on CPU 0, the attackers on CPU 1: an attacker elsewhere on the network).
+# and the bystander on CPU 0, the attackers on CPU 1: an attacker elsewhere on the network),
+# BYSTANDER_SLICE_US (100: the bystander at nice 0 with a 100 µs slice, so it does not wait for the
+# core it shares with the server as a client on its own machine would not; 0: as the server).
 # Everything runs under nice 10 (the machine may be shared); attackers another 10 below the server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,5 +21,6 @@ args=(--server "$ROOT/.build/release/presence-server" --scenario "${SCENARIO:-al
 if [ -n "${OUT:-}" ]; then args+=(--json "$OUT"); fi
 if [ -n "${STRICT:-}" ]; then args+=(--strict); fi
 if [ -n "${PIN:-}" ]; then args+=(--pin); fi
+if [ -n "${BYSTANDER_SLICE_US:-}" ]; then args+=(--bystander-slice-us "$BYSTANDER_SLICE_US"); fi
 if [ -n "${SERVER_ARGS:-}" ]; then args+=(--server-args="$SERVER_ARGS"); fi
 exec nice -n 10 python3 "$ROOT/bench/attack.py" "${args[@]}"

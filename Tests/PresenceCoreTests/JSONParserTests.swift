@@ -26,6 +26,27 @@ import Testing
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse(text) }
     }
 
+    /// Strings are scanned 8 bytes at a time until a word holds a quote, a backslash or a control
+    /// byte: each of those, at every position in and across the words, ends or escapes the string
+    /// or fails it exactly as the byte at a time loop does.
+    @Test func aStringsQuoteEscapeOrControlByteIsFoundAtEveryOffset() throws {
+        for prefix in 0..<26 {
+            for filler in ["a", "é", "😀"] {
+                let plain = String(repeating: filler, count: prefix)
+                #expect(try JSONParser.parse("\"" + plain + "\"") == .string(plain))
+                #expect(try JSONParser.parse("[\"" + plain + "\",1]") == .array([.string(plain), .number(1)]))
+                #expect(try JSONParser.parse("\"" + plain + "\\n" + plain + "\"") == .string(plain + "\n" + plain))
+                #expect(try JSONParser.parse("\"" + plain + "\\\"x\"") == .string(plain + "\"x"))
+                for control in ["\u{00}", "\u{01}", "\u{1F}", "\n", "\t"] {
+                    #expect(throws: JSONParser.Error.self) { try JSONParser.parse("\"" + plain + control + plain + "\"") }
+                }
+                // Bytes just above the special ones pass.
+                #expect(try JSONParser.parse("\"" + plain + " !#[]^\u{7F}" + plain + "\"") == .string(plain + " !#[]^\u{7F}" + plain))
+                #expect(throws: JSONParser.Error.self) { try JSONParser.parse("\"" + plain) }
+            }
+        }
+    }
+
     @Test func limitsNestingDepth() throws {
         let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse(deep) }
