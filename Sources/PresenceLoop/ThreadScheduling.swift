@@ -22,8 +22,8 @@ public enum ThreadScheduling {
     /// The calling thread works in bulk: SCHED_BATCH (the same share of the CPU, but its
     /// wake-ups do not preempt the loop). Nil, or why the kernel refused.
     @discardableResult
-    public static func preferThroughput(sliceMicroseconds: UInt64 = 0) -> String? {
-        let error = presence_become_batch(sliceMicroseconds * 1_000)
+    public static func preferThroughput() -> String? {
+        let error = presence_become_batch()
         return error == 0 ? nil : "sched_setscheduler(SCHED_BATCH): errno \(error)"
     }
 }

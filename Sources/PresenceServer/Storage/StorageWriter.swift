@@ -101,7 +101,7 @@ final class StorageWriter: @unchecked Sendable {
 
     private func run() {
         // Commits are bulk work: they must not take the CPU from the loop the moment a batch wakes them.
-        ThreadScheduling.preferThroughput(sliceMicroseconds: getenv("PRESENCE_STORAGE_SLICE_US").flatMap { UInt64(String(cString: $0)) } ?? 0)
+        ThreadScheduling.preferThroughput()
         func seconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
         var carried: [StorageBatch] = []
         var failingSince: Double?
