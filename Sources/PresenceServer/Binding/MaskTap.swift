@@ -8,8 +8,11 @@ import CPresenceTap
 enum MaskTap {
     /// `LWS_CALLBACK_FILTER_NETWORK_CONNECTION`: lws passes the accepted socket as `in`.
     static func accepted(_ input: UnsafeMutableRawPointer?) {
-        presence_tap_accepted(Int32(truncatingIfNeeded: Int(bitPattern: input)))
+        accepted(socket: Int32(truncatingIfNeeded: Int(bitPattern: input)))
     }
+
+    /// A connection accepted on `socket` (also one handed to lws later, `AcceptGovernor`).
+    static func accepted(socket: Int32) { presence_tap_accepted(socket) }
 
     /// The connection on `wsi` is a WebSocket now, known to the server as `id`; returns its socket.
     static func established(_ wsi: OpaquePointer, id: UInt64) -> Int32 {

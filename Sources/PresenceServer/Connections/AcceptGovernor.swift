@@ -1,6 +1,5 @@
 import CLibUV
 import CLibWebSockets
-import CPresenceTap
 import PresenceLoop
 
 #if canImport(Glibc)
@@ -8,9 +7,10 @@ import Glibc
 #endif
 
 /// At most `perTurn` new connections a turn of the loop (`--max-accepts-per-turn`), so that a
-/// connection storm's handshakes come between other clients' messages instead of before them
-/// (issue 16: 12,000 handshakes a second from loopback took 96 % of the server's core, and a
-/// bystander waited behind turns of dozens of handshakes).
+/// burst of new connections is handshaken between other clients' messages instead of all before
+/// them (issue 16: 300 connections waiting were all accepted in one turn). It bounds a turn, not
+/// the rate: a storm still gets every turn's share (docs/robustness.md, "The connection storm, a
+/// few per turn").
 ///
 /// lws 4.1 has no such setting: when its listening socket is readable it accepts until the
 /// kernel's queue is empty. So the governor wraps lws's callback on that socket's libuv poll
@@ -21,8 +21,7 @@ import Glibc
 /// closes its copy, and the connection is handed to lws (`lws_adopt_descriptor_vhost`) at the
 /// start of the next turn, as if it had been accepted then. What is not accepted stays in the
 /// kernel's queue (level-triggered: the loop sees the listener again next turn); when that queue
-/// is full the kernel stops answering new connections, which slows the storm at no cost to us.
-/// Nothing is refused. Loop thread only.
+/// is full the kernel stops completing new connections. Nothing is refused. Loop thread only.
 final class AcceptGovernor {
     let perTurn: Int
     private let vhost: OpaquePointer
@@ -36,10 +35,8 @@ final class AcceptGovernor {
     private var acceptedThisTurn = 0
     /// A duplicate of the socket of the connection accepted past the turn's share, or -1.
     private var parked: Int32 = -1
-    /// Connections accepted a turn later than lws would have (a metric).
-    private(set) var deferred = 0
-    /// The most connections accepted in one turn so far (a metric; at most `perTurn`).
-    private(set) var mostInOneTurn = 0
+    /// The most connections accepted in one turn so far (`presence_accepts_most_in_one_turn`).
+    private var mostInOneTurn = 0
 
     init(perTurn: Int, vhost: OpaquePointer, tls: Bool, metrics: ServerMetrics) {
         self.perTurn = max(1, perTurn)
@@ -68,7 +65,7 @@ final class AcceptGovernor {
         guard parked >= 0 else { return false }
         let socket = parked
         parked = -1
-        presence_tap_accepted(socket)
+        MaskTap.accepted(socket: socket)
         var descriptor = lws_sock_file_fd_type()
         descriptor.sockfd = socket
         // On failure lws closes the socket itself.
@@ -94,7 +91,6 @@ final class AcceptGovernor {
         let copy = fcntl(socket, F_DUPFD_CLOEXEC, 0)
         if copy >= 0 {
             parked = copy
-            deferred += 1
             metrics.acceptsDeferred.increment()
         }
         return false
