@@ -2,6 +2,7 @@ import CEpoll
 import Foundation
 import Glibc
 import PresenceClient
+import PresenceCore
 
 // MARK: JSON output (ordered keys, no Foundation encoder so the field order is stable)
 
@@ -30,19 +31,9 @@ enum ReportJSON: Sendable {
     }
 
     static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
+        var out = ""
+        JSONWriter.writeString(s, into: &out)
+        return out
     }
 }
 

@@ -54,6 +54,51 @@ import Testing
         _ = try JSONParser.parse(ok)
     }
 
+    /// Both writers copy plain runs a word at a time; every special byte, at every offset and
+    /// between 1-, 2- and 4-byte characters, must still be escaped exactly as one at a time.
+    @Test func writersEscapeEverySpecialByteAtEveryOffset() throws {
+        func expected(_ s: String) -> String {
+            var out = "\""
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case "\u{08}": out += "\\b"
+                case "\u{0C}": out += "\\f"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        let specials = ["\"", "\\", "\n", "\r", "\t", "\u{08}", "\u{0C}", "\u{00}", "\u{01}", "\u{1F}"]
+        for prefix in 0..<20 {
+            for filler in ["a", "é", "😀"] {
+                let plain = String(repeating: filler, count: prefix)
+                var texts = [plain, plain + " !#[]^\u{7F}/" + plain]
+                for special in specials {
+                    texts += [plain + special, special + plain, plain + special + plain + special + special + plain]
+                }
+                for text in texts {
+                    var viaString = ""
+                    JSONWriter.writeString(text, into: &viaString)
+                    #expect(viaString == expected(text))
+                    var viaBytes: [UInt8] = []
+                    Node.leaf(.string(text), priority: nil).writeJSON(into: &viaBytes)
+                    #expect(String(decoding: viaBytes, as: UTF8.self) == expected(text))
+                    let keyed = Node.branch([text: .leaf(.bool(true), priority: nil)], priority: nil)
+                    #expect(keyed.jsonString() == "{" + expected(text) + ":true}")
+                    #expect(try JSONParser.parse(viaString) == .string(text))
+                }
+            }
+        }
+    }
+
     @Test func writerPrintsIntegersWithoutFractionAndEscapesStrings() {
         #expect(JSONWriter.string(.number(1795326602061)) == "1795326602061")
         #expect(JSONWriter.string(.number(1.5)) == "1.5")

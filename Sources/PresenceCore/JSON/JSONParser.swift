@@ -279,22 +279,10 @@ private struct Parser {
     }
 
     /// Moves `index` past whole 8-byte words of a string that hold no quote, backslash or control
-    /// byte (a big value, 256 KB of text, is read a word at a time rather than a byte at a time;
-    /// issue 16: the byte loop was most of a big write's time on the loop). Exact for "any such
-    /// byte in the word" (the classic has-zero-byte / has-less-than tests), and the byte loop
-    /// after it finds which.
+    /// byte (`JSONStringBytes`); the byte loop after it finds which one stopped it.
     mutating func skipPlainStringBytes() {
         guard let base = UnsafeRawPointer(bytes.baseAddress) else { return }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quotes = ones &* 0x22, backslashes = ones &* 0x5C, spaces = ones &* 0x20
-        while bytes.count &- index >= 8 {
-            let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            let quote = word ^ quotes, backslash = word ^ backslashes
-            let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- spaces) & ~word)
-            if special & highs != 0 { return }
-            index &+= 8
-        }
+        index = JSONStringBytes.skipPlainWords(base, from: index, count: bytes.count)
     }
 
     func validUTF8(_ buffer: UnsafeBufferPointer<UInt8>, at offset: Int) throws(JSONParser.Error) -> String {

@@ -42,36 +42,17 @@ public enum JSONWriter {
         }
     }
 
+    /// `s` quoted, with quote, backslash and control characters escaped (`JSONStringBytes`).
     public static func writeString(_ s: String, into out: inout String) {
-        out += "\""
-        var needsEscape = false
-        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            needsEscape = true
-            break
-        }
-        if !needsEscape {
+        if JSONStringBytes.isPlain(s) {
+            out += "\""
             out += s
+            out += "\""
         } else {
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case "\u{08}": out += "\\b"
-                case "\u{0C}": out += "\\f"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        out.unicodeScalars.append(scalar)
-                    }
-                }
-            }
+            var bytes: [UInt8] = []
+            JSONStringBytes.appendQuoted(s, to: &bytes)
+            out += String(decoding: bytes, as: UTF8.self)
         }
-        out += "\""
     }
 }
 
