@@ -6,8 +6,8 @@ import Testing
     typealias Backlog = WriterPushback.Backlog
 
     /// `wrote` and `backlogChanged` outside `#expect` (the macro cannot take a mutating call).
-    func wrote(_ pushback: inout WriterPushback, _ id: UInt64, _ backlog: Backlog) -> Bool {
-        pushback.wrote(id, backlog: backlog)
+    func wrote(_ pushback: inout WriterPushback, _ id: UInt64, _ backlog: Backlog, queued: Int? = nil) -> Bool {
+        pushback.wrote(id, backlog: backlog, queuedByWrite: queued)
     }
 
     func changed(_ pushback: inout WriterPushback, _ backlog: Backlog) -> Set<UInt64> {
@@ -52,6 +52,56 @@ import Testing
         #expect(!paused10)
     }
 
+    /// Issue 16: a client writing small values beside a feed of big ones pushed to many readers
+    /// was paused with the feed. Over the queued bytes only, a write that queued less than half of
+    /// an average write reads on; the feed's writers are paused.
+    @Test func overTheQueuedBytesOnlyTheWritersThatFillTheQueuesArePaused() {
+        var pushback = WriterPushback(maxPendingWrites: 100, maxQueuedBytes: 10_000_000)
+        for _ in 0..<40 {  // the feed: 5 MB queued per write (256 KB to twenty readers)
+            let paused = wrote(&pushback, 1, Backlog(queuedBytes: 1_000), queued: 5_000_000)
+            #expect(!paused)
+        }
+        let over = Backlog(pendingWrites: 10, queuedBytes: 12_000_000)
+        let light = wrote(&pushback, 2, over, queued: 300)
+        #expect(!light, "a small write beside the feed reads on")
+        #expect(pushback.isPushingBack)
+        let heavy = wrote(&pushback, 1, over, queued: 5_000_000)
+        #expect(heavy)
+        for _ in 0..<500 {  // the average is held while pushing back: small writes do not become it
+            let stillLight = wrote(&pushback, 2, Backlog(pendingWrites: 10, queuedBytes: 8_000_000), queued: 300)
+            #expect(!stillLight, "still pushing back, still not the one filling the queues")
+        }
+        #expect(pushback.paused == [1])
+        let resumed = changed(&pushback, Backlog(pendingWrites: 10, queuedBytes: 5_000_000))
+        #expect(resumed == [1])
+    }
+
+    /// When storage is behind too, every write adds to that: the light writer is paused as well.
+    @Test func whenStorageIsBehindEveryWriterIsPausedWhateverItQueues() {
+        var pushback = WriterPushback(maxPendingWrites: 100, maxQueuedBytes: 10_000_000)
+        for _ in 0..<40 {
+            _ = wrote(&pushback, 1, Backlog(), queued: 5_000_000)
+        }
+        let light = wrote(&pushback, 2, Backlog(pendingWrites: 60, queuedBytes: 12_000_000), queued: 300)
+        #expect(light)
+        let refused = wrote(&pushback, 3, Backlog(queuedBytes: 12_000_000), queued: nil)
+        #expect(refused, "a write refused unhandled counts as an average one")
+    }
+
+    /// The common shape: writes alike (presence flapping, each pushed to ~10 watchers) are all
+    /// paused, as before.
+    @Test func writersAlikeAreAllPaused() {
+        var pushback = WriterPushback(maxPendingWrites: 0, maxQueuedBytes: 1_000_000)
+        for id in UInt64(1)...200 {
+            _ = wrote(&pushback, id, Backlog(queuedBytes: 1_000), queued: 1_200 + Int(id % 7) * 100)
+        }
+        for id in UInt64(1)...200 {
+            let paused = wrote(&pushback, id, Backlog(queuedBytes: 1_000_001), queued: 1_200 + Int(id % 7) * 100)
+            #expect(paused)
+        }
+        #expect(pushback.paused.count == 200)
+    }
+
     @Test func aWriterThatLeavesIsNotResumed() {
         var pushback = WriterPushback(maxPendingWrites: 10, maxQueuedBytes: 0)
         let paused11 = wrote(&pushback, 1, Backlog(pendingWrites: 11))
@@ -91,11 +141,15 @@ import Testing
                 switch random.next() % 3 {
                 case 0:
                     guard readable.contains(id) else { continue }  // a paused connection sends nothing
-                    if pushback.wrote(id, backlog: backlog) {
+                    let queued = random.next() % 4 == 0 ? nil : Int(random.next() % 3_000)
+                    let wasPushingBack = pushback.isPushingBack
+                    let average = pushback.averageQueuedByWrite
+                    if pushback.wrote(id, backlog: backlog, queuedByWrite: queued) {
                         #expect(pushback.isPushingBack)
                         readable.remove(id)
                     } else {
-                        #expect(!pushback.isPushingBack || pushback.isPaused(id))
+                        let light = queued.map { $0 < (wasPushingBack ? average : average + ($0 - average) / 16) / 2 } ?? false
+                        #expect(!pushback.isPushingBack || pushback.isPaused(id) || (light && !pushback.storageIsBehind(backlog)))
                     }
                 case 1:
                     let resumed = pushback.backlogChanged(backlog)

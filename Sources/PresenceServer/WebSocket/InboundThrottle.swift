@@ -57,10 +57,12 @@ final class InboundThrottle {
     /// Writers not read from now because the server is past saturation.
     var pushedBackCount: Int { pushback.paused.count }
 
-    /// `connection` sent a write, now handled: pause reading from it when the server is past
-    /// saturation.
-    func wrote(_ connection: ShellConnection) {
-        guard pushback.isEnabled, connection.closing == nil, pushback.wrote(connection.id, backlog: backlog()) else { return }
+    /// `connection` sent a write, now handled, which added `queuedBytes` to the outbound queues
+    /// (nil: refused unhandled): pause reading from it when the server is past saturation and it
+    /// is one that fills them (`WriterPushback.wrote`).
+    func wrote(_ connection: ShellConnection, queuedBytes: Int?) {
+        guard pushback.isEnabled, connection.closing == nil,
+              pushback.wrote(connection.id, backlog: backlog(), queuedByWrite: queuedBytes) else { return }
         if pushbackSince == nil {
             let now = WallClock.nowMilliseconds()
             pushbackSince = now

@@ -159,6 +159,7 @@ final class WebSocketRoute {
         }
         // Only a write's pushes count toward write-to-push (not a listen's initial data).
         var writeStartedAt: UInt64?
+        let backlogBefore = outbox.backlogBytes
         var shed = false
         switch message {
         case .ping:
@@ -191,7 +192,9 @@ final class WebSocketRoute {
         }
         steps.run(writeStartedAt: writeStartedAt)
         // Past saturation, a writer is read no more until the backlog drains (WriterPushback).
-        if writeStartedAt != nil || shed { throttle.wrote(connection) }
+        if writeStartedAt != nil || shed {
+            throttle.wrote(connection, queuedBytes: shed ? nil : outbox.backlogBytes - backlogBefore)
+        }
     }
 
     static func isWrite(_ request: Request) -> Bool {
