@@ -213,18 +213,24 @@ def bystander(url, rate, phase, results, slice_us=0):
     time.sleep(5)  # late pushes still count; later than 5 s after the end is "lost"
     done.set()
     with lock:
-        results.put([(p, (seen[s] - t) if s in seen else None) for s, (p, t) in sent.items()])
+        results.put([(p, (seen[s] - t) if s in seen else None, t) for s, (p, t) in sent.items()])
     watcher.close()
     writer.close()
 
 
 def latency_summary(pairs, phase):
-    values = sorted(v * 1000 for p, v in pairs if p == phase and v is not None)
-    lost = sum(1 for p, v in pairs if p == phase and v is None)
+    """p50/p99/max of one phase, and its ten slowest pushes with when they were sent (seconds into
+    the phase): a burst at the attack's start and steady work look alike in a p99."""
+    timed = [(v * 1000, t) for p, v, t in pairs if p == phase and v is not None]
+    values = sorted(v for v, _ in timed)
+    lost = sum(1 for p, v, _ in pairs if p == phase and v is None)
     if not values:
         return {"samples": 0, "lost": lost}
+    start = min(t for p, _, t in pairs if p == phase)
+    slowest = sorted(timed, reverse=True)[:10]
     return {"samples": len(values), "lost": lost, "p50_ms": round(values[len(values) // 2], 2),
-            "p99_ms": round(values[min(len(values) - 1, int(len(values) * 0.99))], 2), "max_ms": round(values[-1], 2)}
+            "p99_ms": round(values[min(len(values) - 1, int(len(values) * 0.99))], 2), "max_ms": round(values[-1], 2),
+            "slowest_ms_at_s": [[round(v, 2), round(t - start, 2)] for v, t in slowest]}
 
 
 def starvation(attack, seconds, args):

@@ -481,9 +481,9 @@ def rest_bodies(context):
 
 SCENARIOS = {
     "slow-reader-ws": {"what": "20 WebSocket clients that never read while 4 feeders write 256 KB values to what they listen to",
-                       "attack": lambda c: slow_readers(c, "ws"), "evidence": ["does not read fast enough"]},
+                       "attack": lambda c: slow_readers(c, "ws"), "evidence": ["does not read fast enough", "past saturation"]},
     "slow-reader-sse": {"what": "20 REST streams that never read while 4 feeders write 256 KB values to what they stream",
-                        "attack": lambda c: slow_readers(c, "sse"), "evidence": ["closing stream", "stream closed"]},
+                        "attack": lambda c: slow_readers(c, "sse"), "evidence": ["closing stream", "stream closed", "past saturation"]},
     "message-storm": {"what": "one client writing as fast as it can", "attack": message_storm,
                       "evidence": ["messages a second"]},
     "connection-storm": {"what": "handshakes opened and dropped as fast as possible, 1,000 silent TCP connections, 300 unfinished upgrades",
