@@ -46,8 +46,9 @@ enum JSONStringBytes {
     static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var text = s
+        // No reserveCapacity here: Array reserves exactly what it is asked, so reserving for each
+        // of a big object's keys reallocated the whole output every time (quadratic).
         text.withUTF8 { utf8 in
-            out.reserveCapacity(out.count &+ utf8.count &+ 1)
             var run = 0
             while run < utf8.count {
                 let special = firstSpecial(in: utf8, from: run)
