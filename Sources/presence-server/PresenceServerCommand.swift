@@ -77,7 +77,7 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Past saturation: writes read but not yet durable (acks waiting for a commit) over which the server stops reading from WebSocket connections that write, until half of them are durable; writers are slowed by TCP, never closed, and lose nothing. 0 = off.")
     var pushbackPendingWrites = ServerConfiguration().pushbackPendingWrites
 
-    @Option(help: "Past saturation: bytes queued for sockets, all connections together, over which the server stops reading from WebSocket connections that write, until half have gone out. 0 = off.")
+    @Option(help: "Past saturation: bytes queued for sockets, all connections together, over which the server stops reading from WebSocket connections that write, until half have gone out; while storage keeps up, only from those whose writes queue at least half of an average write. 0 = off.")
     var pushbackQueuedBytes = ServerConfiguration().pushbackQueuedBytes
 
     @Option(help: "A connection whose queued frames have not moved for this many seconds is a reader that does not read: its bytes no longer count toward --pushback-queued-bytes (they are bounded by --max-queued-bytes), and push-back that has not drained after ten times as long closes the connections holding the most, so readers cannot hold writers paused.")

@@ -103,9 +103,11 @@ final class Outbox {
         let waitsFor = reply == nil ? nil : barrier
         let anyStreams = streams.isOpen
         if anyStreams { streams.nextMessage() }
+        let bytes = frames.reduce(0) { $0 &+ $1.payloadCount }
         for recipient in recipients {
             if anyStreams, streams.enqueue(message, for: recipient.raw) { continue }
             guard let connection = table[recipient.raw], connection.closing == nil else { continue }
+            addressedBytes &+= bytes
             if slices.isActive, slices.holds(connection.id) {
                 slices.hold(frames, reply: reply, waitsFor: waitsFor, for: connection.id)
                 continue
@@ -198,6 +200,12 @@ final class Outbox {
 
     /// Payload bytes queued for sockets, all connections together.
     private(set) var queuedBytes = 0
+
+    /// Payload bytes ever addressed to WebSocket connections, due at once or held behind an ack
+    /// (only ever grows): what handling one message queued is the difference (`WriterPushback`
+    /// weighs writers by it; the backlog's own difference would also count a slow reader dropped
+    /// meanwhile, and miss what is held).
+    private(set) var addressedBytes = 0
 
     /// Payload bytes waiting for sockets: queued, or due this turn (the outbound backlog writers
     /// are pushed back on, `WriterPushback`).

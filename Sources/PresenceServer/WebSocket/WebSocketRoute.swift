@@ -159,7 +159,7 @@ final class WebSocketRoute {
         }
         // Only a write's pushes count toward write-to-push (not a listen's initial data).
         var writeStartedAt: UInt64?
-        let backlogBefore = outbox.backlogBytes
+        let addressedBefore = outbox.addressedBytes
         var shed = false
         switch message {
         case .ping:
@@ -193,7 +193,7 @@ final class WebSocketRoute {
         steps.run(writeStartedAt: writeStartedAt)
         // Past saturation, a writer is read no more until the backlog drains (WriterPushback).
         if writeStartedAt != nil || shed {
-            throttle.wrote(connection, queuedBytes: shed ? nil : outbox.backlogBytes - backlogBefore)
+            throttle.wrote(connection, queuedBytes: shed ? nil : outbox.addressedBytes &- addressedBefore)
         }
     }
 
