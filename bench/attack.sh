@@ -9,14 +9,15 @@
 # every server, e.g. "--slice-reads-over 0" to compare with reads answered at once), PIN (1: the server
 # and the bystander on CPU 0, the attackers on CPU 1: an attacker elsewhere on the network),
 # BYSTANDER_SLICE_US (100: the bystander at nice 0 with a 100 µs slice, so it does not wait for the
-# core it shares with the server as a client on its own machine would not; 0: as the server).
+# core it shares with the server as a client on its own machine would not; 0: as the server),
+# SERVER (the server binary; .build/release/presence-server, built unless SKIP_BUILD).
 # Everything runs under nice 10 (the machine may be shared); attackers another 10 below the server.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ -z "${SKIP_BUILD:-}" ]; then (cd "$ROOT" && swift build -c release --product presence-server >&2); fi
 # The connection storm and slow heads hold over a thousand sockets at once.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-args=(--server "$ROOT/.build/release/presence-server" --scenario "${SCENARIO:-all}" --baseline "${BASELINE:-10}"
+args=(--server "${SERVER:-$ROOT/.build/release/presence-server}" --scenario "${SCENARIO:-all}" --baseline "${BASELINE:-10}"
       --duration "${DURATION:-20}" --rate "${RATE:-50}")
 if [ -n "${OUT:-}" ]; then args+=(--json "$OUT"); fi
 if [ -n "${STRICT:-}" ]; then args+=(--strict); fi

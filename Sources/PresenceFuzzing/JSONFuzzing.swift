@@ -5,7 +5,7 @@ import PresenceCore
 enum JSONFuzzing {
     static let target = FuzzTarget(
         name: "json",
-        summary: "JSONParser on raw bytes; parse→write→parse round trip, strict vs overflow-reporting parse agree, Node(json:) round trip",
+        summary: "JSONParser on raw bytes; parse→write→parse round trip, strict vs overflow-reporting parse agree, Node(json:) round trip, a node's JSON text parses back",
         run: run)
 
     static func run(_ bytes: [UInt8]) {
@@ -23,5 +23,9 @@ enum JSONFuzzing {
         let exported = node.json(exportFormat: true)
         guard let reread = try? Node(json: exported) else { return invariant(false, "an exported node does not store again") }
         invariant(reread == node, "Node(json:) → json(exportFormat:) → Node(json:) changed the node")
+        // The node's own byte writer (pushes, REST, storage) says the same as JSONWriter.
+        let written = node.jsonString(exportFormat: true)
+        guard let parsedBack = try? JSONParser.parse(written) else { return invariant(false, "a node's JSON text does not parse: \(written.prefix(200))") }
+        invariant(parsedBack == exported, "a node's JSON text reads back as another value")
     }
 }
