@@ -21,6 +21,10 @@ struct OnDisconnectIndex: Sendable {
     }
 
     private var root = TrieNode()
+    /// Held only to tell whether this value has been copied: a change made to one of two copies
+    /// copies every dictionary it goes through, so the n-th op would cost O(n).
+    private var identity = Identity()
+    final class Identity: Sendable {}
     private(set) var count = 0
     private var nextOrder: UInt64 = 0
     /// Changes journalled since the queue was last stored whole (see `OnDisconnectQueue.journalled`).
@@ -30,6 +34,9 @@ struct OnDisconnectIndex: Sendable {
     init(_ ops: [OnDisconnectOp]) {
         for op in ops { _ = set(op) }
     }
+
+    /// True when no copy of this value shares its nodes (`OnDisconnectQueue` keeps it so).
+    mutating func isUniquelyHeld() -> Bool { isKnownUniquelyReferenced(&identity) }
 
     /// The ops in run order.
     var ops: [OnDisconnectOp] {

@@ -76,24 +76,51 @@ public struct OnDisconnectQueue: Sendable, Equatable {
     @discardableResult
     public mutating func set(_ value: JSON, at path: Path, credentials: Credentials) -> Int {
         let op = OnDisconnectOp(path: path, value: value, credentials: credentials)
-        switch storage {
-        case .listed(var ops):
-            storage = .listed([])  // keep the array uniquely referenced while it changes
-            var delta = Self.size(of: value)
-            ops.removeAll { removed in
-                guard path.contains(removed.path) else { return false }
-                delta -= Self.size(of: removed.value)
-                return true
-            }
-            ops.append(op)
-            storage = ops.count > Self.maxListed ? .indexed(OnDisconnectIndex(ops)) : .listed(ops)
-            return delta
-        case .indexed(var index):
-            storage = .listed([])
-            let delta = index.set(op)
-            storage = .indexed(index)
-            return delta
+        if let delta = withIndex({ $0.set(op) }) { return delta }
+        var ops = takeList()
+        var delta = Self.size(of: value)
+        ops.removeAll { removed in
+            guard path.contains(removed.path) else { return false }
+            delta -= Self.size(of: removed.value)
+            return true
         }
+        ops.append(op)
+        storage = ops.count > Self.maxListed ? .indexed(OnDisconnectIndex(ops)) : .listed(ops)
+        return delta
+    }
+
+    /// Runs `body` on the trie taken out of its box (nil when the queue is a list), so that the
+    /// trie holds the only reference to its nodes while it changes. Matching `storage` in place
+    /// (`switch storage { case .indexed(var index): ...`) kept the box alive for the whole match,
+    /// a second reference to every node: each change copied the dictionaries it went through, and
+    /// the n-th op of a connection cost O(n) (issue 16, found by profiling many-ondisconnect).
+    private mutating func withIndex<Result>(_ body: (inout OnDisconnectIndex) -> Result) -> Result? {
+        guard isIndexed else { return nil }
+        var taken = Storage.listed([])
+        swap(&taken, &storage)
+        // Out of the box by a function that takes it: the box is gone when it returns.
+        guard var index = Self.trie(of: consume taken) else { preconditionFailure("checked above") }
+        let result = body(&index)
+        storage = .indexed(index)
+        return result
+    }
+
+    /// Whether the trie is the only holder of its nodes while it changes (nil: a list). Tests.
+    mutating func trieIsUniquelyHeldWhileChanging() -> Bool? {
+        withIndex { $0.isUniquelyHeld() }
+    }
+
+    /// The list, taken out of `storage` so it is uniquely referenced while it changes.
+    private mutating func takeList() -> [OnDisconnectOp] {
+        var taken = Storage.listed([])
+        swap(&taken, &storage)
+        guard case .listed(let ops) = consume taken else { preconditionFailure("a list was expected") }
+        return ops
+    }
+
+    private static func trie(of storage: consuming Storage) -> OnDisconnectIndex? {
+        guard case .indexed(let index) = storage else { return nil }
+        return index
     }
 
     @discardableResult
@@ -106,18 +133,11 @@ public struct OnDisconnectQueue: Sendable, Equatable {
     /// Forgets `path` and below; returns nil when nothing changed, else the change in stored bytes.
     @discardableResult
     public mutating func cancel(_ path: Path) -> Int? {
-        switch storage {
-        case .listed(var ops):
-            storage = .listed([])
-            let delta = Self.cancel(path, in: &ops)
-            storage = .listed(ops)
-            return delta
-        case .indexed(var index):
-            storage = .listed([])
-            let delta = index.cancel(path)
-            storage = .indexed(index)
-            return delta
-        }
+        if let delta = withIndex({ $0.cancel(path) }) { return delta }
+        var ops = takeList()
+        let delta = Self.cancel(path, in: &ops)
+        storage = .listed(ops)
+        return delta
     }
 
     /// The ops at or below `path` and their bytes: what a set at `path` would replace.
@@ -149,13 +169,12 @@ public struct OnDisconnectQueue: Sendable, Equatable {
     /// was last stored whole. True when it is time to store it whole again (the changes then
     /// outnumber the ops, so replaying them at start-up stays proportional to the queue).
     mutating func journalled(changes: Int) -> Bool {
-        guard case .indexed(var index) = storage else { return true }
-        storage = .listed([])
-        index.changesSinceStored += changes
-        let due = index.changesSinceStored > max(64, index.count)
-        if due { index.changesSinceStored = 0 }
-        storage = .indexed(index)
-        return due
+        withIndex { index in
+            index.changesSinceStored += changes
+            let due = index.changesSinceStored > max(64, index.count)
+            if due { index.changesSinceStored = 0 }
+            return due
+        } ?? true
     }
 
     /// The list form of a cancel. Split pieces go where the split op was, in path order, and a
