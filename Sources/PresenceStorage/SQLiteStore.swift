@@ -214,8 +214,30 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
         do {
             var sequence: UInt64?
             var heartbeat: Int64?
+            // A session's consecutive changes go in one row (a connection registering its ops in a
+            // burst: one record for the burst, not one insert and one credentials text per op).
+            // Loading replays rows in order, and the last identity wins, so the merge loads the same.
+            var journal: (session: String, identity: String, changes: [OnDisconnectChange])?
+            func flushJournal() throws {
+                guard let (session, identity, changes) = journal else { return }
+                journal = nil
+                appendSessionChanges.bind(1, text: session)
+                appendSessionChanges.bind(2, text: JSONWriter.string(StorageCoding.json(identity: identity, changes: changes)))
+                try appendSessionChanges.run()
+            }
             for batch in batches {
                 for mutation in batch.mutations {
+                    if case let .changeSessionOps(session, identity, changes) = mutation {
+                        if journal?.session == session {
+                            journal!.identity = identity
+                            journal!.changes += changes
+                        } else {
+                            try flushJournal()
+                            journal = (session, identity, changes)
+                        }
+                        continue
+                    }
+                    try flushJournal()
                     switch mutation {
                     case let .write(namespace, path, value):
                         try write(value, at: path, namespace: try namespaceID(namespace))
@@ -229,10 +251,8 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
                         try upsertSession.run()
                         deleteSessionChanges.bind(1, text: session.sessionID)
                         try deleteSessionChanges.run()
-                    case let .changeSessionOps(sessionID, identity, changes):
-                        appendSessionChanges.bind(1, text: sessionID)
-                        appendSessionChanges.bind(2, text: JSONWriter.string(StorageCoding.json(identity: identity, changes: changes)))
-                        try appendSessionChanges.run()
+                    case .changeSessionOps:
+                        break  // journalled above
                     case .removeSession(let sessionID):
                         deleteSession.bind(1, text: sessionID)
                         try deleteSession.run()
@@ -255,6 +275,7 @@ final class SQLiteStore: @unchecked Sendable {  // confined: only used under SQL
                 }
                 if let batchSequence = batch.sequence { sequence = batchSequence }
             }
+            try flushJournal()
             if let heartbeat {
                 setMeta.bind(1, text: "heartbeat")
                 setMeta.bind(2, int64: heartbeat)

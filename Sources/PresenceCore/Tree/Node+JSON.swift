@@ -148,25 +148,7 @@ extension Node {
     static func writeLeaf(_ leaf: Leaf, into out: inout [UInt8]) {
         switch leaf {
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .number(let n):
-            // Integers as JSONWriter prints them (within ±2^53), digit by digit; others through it.
-            if n == n.rounded(), abs(n) < 9_007_199_254_740_992 {
-                var value = Int64(n)
-                if value < 0 {
-                    out.append(UInt8(ascii: "-"))
-                    value = -value
-                }
-                let start = out.count
-                repeat {
-                    out.append(UInt8(ascii: "0") + UInt8(value % 10))
-                    value /= 10
-                } while value > 0
-                out[start...].reverse()
-            } else {
-                var text = ""
-                JSONWriter.writeNumber(n, into: &text)
-                out.append(contentsOf: text.utf8)
-            }
+        case .number(let n): JSONWriter.writeNumber(n, into: &out)
         case .string(let s): writeString(s, into: &out)
         }
     }

@@ -81,6 +81,28 @@ extension ConformanceHarness {
             }
             if round == 25, isDurable { try reopenEngine() }
         }
+        // Group commits of a burst (a connection registering many ops at once): consecutive changes of
+        // one session, another session's between them, an identity that changes, a whole upsert and
+        // a removal in the middle of a group; each group must load as if committed one by one.
+        for _ in 0..<12 {
+            var group: [StorageBatch] = []
+            for _ in 0..<random.int(1...30) {
+                sequence += 1
+                let session = random.chance(0.8) ? "big" : "small"
+                let room = Path(validated: ["rooms", "r\(random.int(0...49))"])
+                let change: OnDisconnectChange = random.chance(0.3)
+                    ? .cancel(room) : .set(OnDisconnectOp(path: room.child("alice"), value: value(random.int(0...9)), credentials: alice))
+                var mutations: [StorageMutation] = [.changeSessionOps(sessionID: session, identity: random.chance(0.9) ? "uid:alice" : "uid:other",
+                                                                      changes: [change])]
+                if random.chance(0.04), let current = reference.sessions.first(where: { $0.sessionID == session }) {
+                    mutations.append(.upsertSession(current))
+                } else if random.chance(0.02) {
+                    mutations.append(.removeSession(sessionID: "small"))
+                }
+                group.append(StorageBatch(sequence: sequence, mutations: mutations))
+            }
+            try commit(group)
+        }
         // Changes for a session that is not stored change nothing.
         try commit([StorageBatch(mutations: [.changeSessionOps(sessionID: "absent", identity: "x", changes: [.cancel(.root)])])])
         // One group commit: a change, the removal, a new session and its changes.
