@@ -32,13 +32,65 @@ public enum FileDescriptorLimit {
         return current()
     }
 
-    /// Raises the soft limit, then returns why `program` cannot run when fewer than `minimum`
-    /// descriptors are allowed (nil when enough are, or when the limit cannot be read).
-    public static func shortfall(minimum: UInt64, program: String, needs: String) -> String? {
-        guard let limits = raiseSoftToHard(), limits.soft < minimum else { return nil }
+    /// Sets the soft limit to `target`, or to the hard limit when that is lower (also lowering a
+    /// soft limit above `target`); the limits in force afterwards.
+    @discardableResult
+    public static func setSoft(to target: UInt64) -> Limits? {
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0 else { return nil }
+        let wanted = rlim_t(min(UInt64(limit.rlim_max), target))
+        if limit.rlim_cur != wanted {
+            limit.rlim_cur = wanted
+            _ = setrlimit(resource, &limit)
+        }
+        return current()
+    }
+
+    /// Raises the soft limit (to the hard one, or to `target` when given: `setSoft`), then returns
+    /// why `program` cannot run when fewer than `minimum` descriptors are allowed (nil when enough
+    /// are, or when the limit cannot be read).
+    public static func shortfall(minimum: UInt64, program: String, needs: String, target: UInt64? = nil) -> String? {
+        guard let limits = target.map(setSoft(to:)) ?? raiseSoftToHard(), limits.soft < minimum else { return nil }
         return "\(program) needs at least \(minimum) open file descriptors (\(needs)); "
             + "this process may open only \(limits.soft) (ulimit -n, hard limit \(limits.hard)). "
             + "Raise it, e.g. `ulimit -n 4096`, LimitNOFILE= in a systemd unit, or --ulimit nofile= for a container."
+    }
+
+    /// The most descriptor slots `reserveTable` asks for: the kernel's table costs about 8 bytes a
+    /// slot, so 8 MiB at this size.
+    public static let largestReservedTable: UInt64 = 1 << 20
+
+    /// Grows the kernel's table of this process's descriptors now, to the soft limit (at most
+    /// `largestReservedTable` slots), by placing a descriptor at the top and closing it; the
+    /// table never shrinks. Otherwise it doubles as connections arrive, and in a process with
+    /// several threads each doubling waits for an RCU grace period (`expand_fdtable`): the loop
+    /// thread stopped for 10–30 ms in `accept` when 1,000 connections arrived at once
+    /// (docs/robustness.md, "A burst of onDisconnect ops, and the connection storm's start").
+    /// Returns the slots the table holds afterwards (`FDSize` in /proc), or nil when unknown.
+    @discardableResult
+    public static func reserveTable() -> UInt64? {
+        guard let limits = current(), limits.soft > 0 else { return nil }
+        let top = Int32(clamping: min(limits.soft, largestReservedTable) - 1)
+        let spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if spare >= 0 {
+            if spare < top, dup2(spare, top) == top { close(top) }
+            close(spare)
+        }
+        return tableSize()
+    }
+
+    /// The descriptor slots the kernel's table holds now (`FDSize` in /proc/self/status).
+    public static func tableSize() -> UInt64? {
+        guard let file = fopen("/proc/self/status", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if text.hasPrefix("FDSize:") {
+                return UInt64(String(text.dropFirst("FDSize:".count).filter(\.isNumber)))
+            }
+        }
+        return nil
     }
 
     #if os(Linux)

@@ -16,7 +16,7 @@ enum ConfigFile {
         "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-queries-per-location", "max-ondisconnect-ops",
         "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces", "slice-reads-over", "slice-microseconds",
         // Floods and slow clients (docs/robustness.md)
-        "max-pending-body-bytes", "http-timeout", "max-messages-per-second", "message-burst", "max-queued-bytes",
+        "max-pending-body-bytes", "http-timeout", "max-fds", "max-messages-per-second", "message-burst", "max-queued-bytes",
         // Past saturation (docs/performance.md, issue 17)
         "pushback-pending-writes", "pushback-queued-bytes", "pushback-stall-seconds",
     ]).union(SheddingOptions.flagNames).union(ClusterOptions.flagNames)

@@ -91,6 +91,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Seconds a client has to send an HTTP request's head, then its body (plus 1 s per 64 KiB of it); later ones are dropped.")
     var httpTimeout = 10
 
+    @Option(help: "Descriptors the server may hold (each connection is one): its soft `ulimit -n` is set to this, or to the hard limit when lower. libwebsockets 4.1 walks a table of this many entries for every connection it accepts or closes (about 10 µs at 20,000), so a limit far above the connections you serve costs CPU on every handshake.")
+    var maxFds: UInt64 = 65_536
+
     @Option(help: "Seconds of silence before the server pings a connection.")
     var pingInterval = 20
 
@@ -231,6 +234,9 @@ struct PresenceServerCommand: ParsableCommand {
         }
         guard (0.01...3600).contains(pushbackStallSeconds) else { throw ValidationError("--pushback-stall-seconds must be between 0.01 and 3600") }
         guard (1...3600).contains(httpTimeout) else { throw ValidationError("--http-timeout must be between 1 and 3600 seconds") }
+        guard (Self.minimumFileDescriptors...(1 << 24)).contains(maxFds) else {
+            throw ValidationError("--max-fds must be between \(Self.minimumFileDescriptors) and 16777216")
+        }
         if !onlineLocation.isEmpty {
             do { _ = try OnlineIndexConfiguration(pattern: onlinePattern, field: onlineField, location: onlineLocation) } catch {
                 throw ValidationError("--online-pattern/--online-field/--online-location: \(error)")
@@ -297,6 +303,7 @@ struct PresenceServerCommand: ParsableCommand {
             ("admin-token-file", optional(adminTokenFile)), ("insecure", .bool(insecure)),
             ("default-namespace", .string(defaultNamespace)), ("max-message-bytes", .number(Double(maxMessageBytes))),
             ("max-pending-body-bytes", .number(Double(maxPendingBodyBytes))), ("http-timeout", .number(Double(httpTimeout))),
+            ("max-fds", .number(Double(maxFds))),
             ("max-messages-per-second", .number(Double(maxMessagesPerSecond))), ("message-burst", .number(Double(messageBurst))),
             ("max-queued-bytes", .number(Double(maxQueuedBytes))),
             ("pushback-pending-writes", .number(Double(pushbackPendingWrites))),
@@ -343,14 +350,17 @@ struct PresenceServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "presence-server")
-        // Each connection is a descriptor: take what the hard limit allows, and refuse to start
-        // below what the loop, storage and listening socket need (libuv and lws abort there).
+        // Each connection is a descriptor: take --max-fds (or what the hard limit allows), and
+        // refuse to start below what the loop, storage and listening socket need (libuv and lws
+        // abort there). lws sizes its fd table from this limit and walks it per connection.
         if let shortfall = FileDescriptorLimit.shortfall(
             minimum: Self.minimumFileDescriptors, program: "presence-server",
-            needs: "its event loop, storage files, listening socket and a few connections; one more per connection") {
+            needs: "its event loop, storage files, listening socket and a few connections; one more per connection",
+            target: maxFds) {
             logger.critical("\(shortfall)")
             throw ExitCode(1)
         }
+        FileDescriptorLimit.reserveTable()
         let metricsRegistry = PrometheusCollectorRegistry()
         var metricsFactory = PrometheusMetricsFactory(registry: metricsRegistry)
         // Latencies here are mostly well under a millisecond: buckets from 100 µs.

@@ -57,3 +57,48 @@ def test_the_client_refuses_to_start_with_too_few_descriptors_and_says_why(n):
     assert result.returncode == 2, f"ulimit -n {n}: {exit_text(result.returncode)}\n{result.stderr}"
     assert "presence-client needs at least 16 open file descriptors" in result.stderr, result.stderr
     assert f"may open only {n} (ulimit -n" in result.stderr, result.stderr
+
+
+def fd_table_slots(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("FDSize:"))
+
+
+@pytest.mark.parametrize("n", [4096, 20000])
+def test_the_server_reserves_its_descriptor_table_at_start(n):
+    # A table grown on demand doubles as connections arrive, and in a threaded process each doubling
+    # waits for an RCU grace period: the loop stopped 10-30 ms when 1,000 connections came at once.
+    n = min(n, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    server = Server("--rules", "open", preexec_fn=limited(n))
+    try:
+        assert fd_table_slots(server.proc.pid) >= n  # without the reservation: 64 or 256 slots
+        client = server.client()
+        assert client.call("p", {"p": "/a", "d": 1})["s"] == "ok"
+        client.close()
+    finally:
+        server.stop()
+
+
+def soft_fd_limit(pid):
+    with open(f"/proc/{pid}/limits") as limits:
+        return int(next(line for line in limits if line.startswith("Max open files")).split()[3])
+
+
+def test_max_fds_sets_the_servers_descriptor_limit_above_and_below_ulimit():
+    # lws walks a table of this size per connection it accepts or closes: a server raised to a hard
+    # limit of a million would pay for it on every handshake.
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    for start, wanted in [(64, 3000), (hard, 2000)]:
+        server = Server("--rules", "open", "--max-fds", str(wanted),
+                        preexec_fn=lambda start=start: resource.setrlimit(resource.RLIMIT_NOFILE, (start, hard)))
+        try:
+            assert soft_fd_limit(server.proc.pid) == min(wanted, hard)
+            assert fd_table_slots(server.proc.pid) >= min(wanted, hard)
+            clients = [server.client() for _ in range(3)]
+            assert clients[0].call("p", {"p": "/a", "d": 1})["s"] == "ok"
+            for client in clients:
+                client.close()
+        finally:
+            server.stop()
+    proc = subprocess.run([SERVER, "--max-fds", "31", "--port", "0"], capture_output=True, text=True, timeout=20)
+    assert proc.returncode != 0 and "--max-fds must be between 32 and 16777216" in proc.stderr, proc.stderr
