@@ -103,24 +103,32 @@ struct presence_sched_attr {
     uint64_t sched_period;
 };
 
-// The calling thread asks for a time slice of `nanoseconds` (Linux 6.12+, EEVDF: a task with a
-// shorter slice than the running one preempts it when it wakes; clamped to 0.1-100 ms). The
-// thread's nice value is kept. Older kernels ignore the slice. Returns 0 or an errno.
-static inline int presence_request_slice(uint64_t nanoseconds) {
+// sched_setattr for the calling thread: a fair `policy` with a time slice of `nanoseconds`
+// (Linux 6.12+, EEVDF; clamped to 0.1-100 ms; older kernels ignore it), keeping its nice value.
+// Returns 0 or an errno.
+static inline int presence_set_fair_slice(uint32_t policy, uint64_t nanoseconds) {
     errno = 0;
     int nice = getpriority(PRIO_PROCESS, 0);
     if (nice == -1 && errno != 0) return errno;
     struct presence_sched_attr attr = {0};
     attr.size = sizeof attr;
-    attr.sched_policy = SCHED_OTHER;
+    attr.sched_policy = policy;
     attr.sched_nice = nice;
     attr.sched_runtime = nanoseconds;
     return syscall(SYS_sched_setattr, 0, &attr, 0) == 0 ? 0 : errno;
 }
 
-// The calling thread becomes SCHED_BATCH: the same share of the CPU, but its wake-ups do not
-// preempt the thread running (the loop). Returns 0 or an errno.
-static inline int presence_become_batch(void) {
+// The calling thread asks for a time slice of `nanoseconds` (a task with a shorter slice than the
+// running one preempts it when it wakes). Returns 0 or an errno.
+static inline int presence_request_slice(uint64_t nanoseconds) {
+    return presence_set_fair_slice(SCHED_OTHER, nanoseconds);
+}
+
+// The calling thread becomes SCHED_BATCH (the same share of the CPU, but its wake-ups do not
+// preempt the thread running: the loop) with a time slice of `nanoseconds`. Where sched_setattr
+// is refused (a seccomp filter), SCHED_BATCH alone. Returns 0 or an errno.
+static inline int presence_become_batch(uint64_t nanoseconds) {
+    if (presence_set_fair_slice(SCHED_BATCH, nanoseconds) == 0) return 0;
     struct sched_param param = {0};
     return sched_setscheduler(0, SCHED_BATCH, &param) == 0 ? 0 : errno;
 }
