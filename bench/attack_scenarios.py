@@ -392,6 +392,46 @@ def huge_rest(context):
     return {"requests": counts}
 
 
+def hashes_setup(context):
+    huge_read_setup(context)
+    preload_children(context, "/mid", 2_400, lambda i: f"value {i}")  # about 56 KB: within --max-hash-bytes
+
+
+def hashes(context):
+    """What needs a hash of a whole location, in a loop: transactions (`p` with a stale `h`) and
+    REST ETag reads and if-match writes, on a 300,000-child subtree (past --max-hash-bytes) and on
+    one of 2,400 children (within it), one at a time."""
+    sock, reader = signed_in(context, "hasher")
+    base = f"http://{context['host']}:{context['port']}"
+    end, r, counts = time.time() + context["duration"], 1, {}
+    while time.time() < end:
+        r += 1
+        where = "/big" if r % 2 else "/mid"
+        kind = ["transaction", "ETag read", "if-match write"][(r // 2) % 3]
+        if kind == "transaction":
+            sock.sendall(frame(TEXT, request(r, "p", {"p": where, "d": "replaced", "h": "stale"})))
+            replies = {}
+            count_replies(reader, time.time() + 30, replies, expected=1)
+            statuses = list(replies)
+        else:
+            headers = {"Authorization": "Bearer owner"}
+            headers.update({"X-Firebase-ETag": "true"} if kind == "ETag read" else {"If-Match": "stale"})
+            request_ = urllib.request.Request(f"{base}{where}.json?ns=demo", headers=headers, method="GET" if kind == "ETag read" else "PUT",
+                                              data=None if kind == "ETag read" else b'"replaced"')
+            try:
+                with urllib.request.urlopen(request_, timeout=120) as response:
+                    response.read()
+                    statuses = [response.status]
+            except urllib.error.HTTPError as error:
+                statuses = [error.code]
+            except OSError as error:
+                statuses = [type(error).__name__]
+        for status in statuses:
+            key = f"{kind} {where}: {status}"
+            counts[key] = counts.get(key, 0) + 1
+    return {"requests": counts}
+
+
 def online_list_setup(context):
     for base in range(0, 50_000, 10_000):
         rest(context, "PATCH", "/users.json?ns=demo",
@@ -502,6 +542,8 @@ SCENARIOS = {
                     "setup": huge_read_setup, "attack": huge_listen, "evidence": ["max-read-bytes"]},
     "huge-rest": {"what": "REST GETs (whole, limitToLast 3, shallow) and streams of a 300,000-child subtree, in a loop",
                   "setup": huge_read_setup, "attack": huge_rest, "evidence": ["max-read-bytes", "left during a big read"]},
+    "hashes": {"what": "transactions, ETag reads and if-match writes on a 300,000-child subtree and on a 2,400-child one, in a loop",
+               "setup": hashes_setup, "attack": hashes, "evidence": ["max-hash-bytes"]},
     "online-list": {"what": "refreshes of /online-users with 50,000 users online, in a loop",
                     "setup": online_list_setup, "attack": online_list, "evidence": []},
     "new-namespaces": {"what": "connections each naming a new namespace (one in ten writing there), as fast as possible",

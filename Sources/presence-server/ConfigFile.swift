@@ -14,7 +14,7 @@ enum ConfigFile {
         "stream-keep-alive", "data-dir", "storage", "durability", "tls-cert", "tls-key", "max-connections-per-address",
         "max-connection-rate", "max-accepts-per-turn", "log-level", "online-pattern", "online-field", "online-location",
         "limits", "limit-events", "trusted-proxies", "max-listens-per-connection", "max-queries-per-location", "max-ondisconnect-ops",
-        "max-ondisconnect-bytes", "max-read-bytes", "max-namespaces", "slice-reads-over", "slice-microseconds",
+        "max-ondisconnect-bytes", "max-read-bytes", "max-hash-bytes", "max-namespaces", "slice-reads-over", "slice-microseconds",
         // Floods and slow clients (docs/robustness.md)
         "max-pending-body-bytes", "http-timeout", "max-fds", "max-messages-per-second", "message-burst", "max-queued-bytes",
         // Past saturation (docs/performance.md, issue 17)

@@ -177,6 +177,9 @@ struct PresenceServerCommand: ParsableCommand {
     @Option(help: "Largest answer to one read (g, a listen's initial data, REST GET, a stream's first event), in bytes as JSON; a larger one is refused with too_big (REST 413) saying to read it in parts (a query with a limit, or REST shallow=true).")
     var maxReadBytes = EngineLimits.default.maxReadBytes
 
+    @Option(help: "Most data, in bytes as JSON, one hash may cover: a transaction (p with h), a REST if-match write or an ETag (X-Firebase-ETag, If-None-Match) hashes the whole value at its location at once; past this it is refused with too_big (REST 413), and a REST write's answer carries no ETag.")
+    var maxHashBytes = EngineLimits.default.maxHashBytes
+
     @Option(help: "Namespaces that may hold data at once; a write that would give data to one more is refused with too_big. Namespaces with no data, connection or held op are released from memory.")
     var maxNamespaces = EngineLimits.default.maxNamespaces
 
@@ -189,8 +192,8 @@ struct PresenceServerCommand: ParsableCommand {
     var engineLimits: EngineLimits {
         EngineLimits(maxListensPerConnection: maxListensPerConnection, maxQueriesPerLocation: maxQueriesPerLocation,
                      maxOnDisconnectOps: maxOndisconnectOps,
-                     maxOnDisconnectBytes: maxOndisconnectBytes, maxReadBytes: maxReadBytes, maxNamespaces: maxNamespaces,
-                     sliceReadsOver: sliceReadsOver)
+                     maxOnDisconnectBytes: maxOndisconnectBytes, maxReadBytes: maxReadBytes, maxHashBytes: maxHashBytes,
+                     maxNamespaces: maxNamespaces, sliceReadsOver: sliceReadsOver)
     }
 
     @Option(help: "A JSON configuration file whose keys are these flags' long names without the dashes (e.g. {\"port\": 9000, \"data-dir\": \"/var/lib/presence\"}); flags given on the command line override it.")
@@ -262,6 +265,7 @@ struct PresenceServerCommand: ParsableCommand {
                                      ("--max-ondisconnect-ops", maxOndisconnectOps, 10_000_000),
                                      ("--max-ondisconnect-bytes", maxOndisconnectBytes, 1 << 30),
                                      ("--max-read-bytes", maxReadBytes, 1 << 30),
+                                     ("--max-hash-bytes", maxHashBytes, 1 << 30),
                                      ("--max-namespaces", maxNamespaces, 10_000_000)] where value < 1 || value > upper {
             throw ValidationError("\(flag) must be between 1 and \(upper)")
         }
@@ -324,7 +328,8 @@ struct PresenceServerCommand: ParsableCommand {
             ("max-queries-per-location", .number(Double(maxQueriesPerLocation))),
             ("max-ondisconnect-ops", .number(Double(maxOndisconnectOps))),
             ("max-ondisconnect-bytes", .number(Double(maxOndisconnectBytes))),
-            ("max-read-bytes", .number(Double(maxReadBytes))), ("max-namespaces", .number(Double(maxNamespaces))),
+            ("max-read-bytes", .number(Double(maxReadBytes))), ("max-hash-bytes", .number(Double(maxHashBytes))),
+            ("max-namespaces", .number(Double(maxNamespaces))),
             ("slice-reads-over", .number(Double(sliceReadsOver))), ("slice-microseconds", .number(Double(sliceMicroseconds))),
             ("log-level", .string(logLevel)),
         ] + shedding.effectiveConfiguration + cluster.effectiveConfiguration(port: port, dataDir: dataDir))

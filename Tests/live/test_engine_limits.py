@@ -11,11 +11,12 @@ from conftest import SERVER, Server
 
 OWNER = {"Authorization": "Bearer owner"}
 FLAGS = ["--max-listens-per-connection", "--max-queries-per-location", "--max-ondisconnect-ops", "--max-ondisconnect-bytes", "--max-read-bytes",
-         "--max-namespaces"]
+         "--max-hash-bytes", "--max-namespaces"]
 
 
-def rest(server, method, path, **kwargs):
-    return requests.request(method, f"http://{server.host}:{server.port}{path}.json", headers=OWNER, timeout=10, **kwargs)
+def rest(server, method, path, headers=None, **kwargs):
+    return requests.request(method, f"http://{server.host}:{server.port}{path}.json", headers={**OWNER, **(headers or {})}, timeout=10,
+                            **kwargs)
 
 
 def test_the_limits_are_flags_documented_in_help():
@@ -125,6 +126,40 @@ def test_a_read_over_the_budget_is_refused_with_what_to_do_and_others_are_served
     finally:
         assert server.alive()
         server.stop()
+
+
+def test_a_hash_over_the_budget_is_refused_at_once_and_others_are_served():
+    """A transaction (p with h), an ETag read and an if-match write hash the whole location at once:
+    on 20,000 children that held the loop for seconds (issue 16). Past --max-hash-bytes they are
+    refused (too_big, REST 413) without hashing; within it they work."""
+    server = Server("--rules", "open", "--storage", "memory", "--max-hash-bytes", "100000")
+    try:
+        big = {f"user{i}": {"online": i % 2 == 0, "lastSeen": i} for i in range(20000)}
+        assert rest(server, "PUT", "/users", params={"ns": "demo"}, json=big).status_code == 200
+        assert rest(server, "PUT", "/counter", params={"ns": "demo"}, json=1).status_code == 200
+        client, bystander = server.client(), server.client()
+        for hash_given in ["guess", "AAAAAAAAAAAAAAAAAAAAAAAAAAA="]:
+            started = time.monotonic()
+            reply = client.call("p", {"p": "/users", "d": None, "h": hash_given})
+            assert reply["s"] == "too_big" and "--max-hash-bytes" in reply["d"], reply
+            assert time.monotonic() - started < 5
+        for headers in [{"X-Firebase-ETag": "true"}, {"If-None-Match": "x"}]:
+            response = rest(server, "GET", "/users", params={"ns": "demo"}, headers=headers)
+            assert response.status_code == 413 and "--max-hash-bytes" in response.json()["error"], response.text
+        response = rest(server, "PUT", "/users", params={"ns": "demo"}, data="null", headers={"If-Match": "x"})
+        assert response.status_code == 413, response.text
+        assert len(rest(server, "GET", "/users", params={"ns": "demo", "shallow": "true"}).json()) == 20000
+        # Within the budget: the counter's ETag, and a transaction on it.
+        read = rest(server, "GET", "/counter", params={"ns": "demo"}, headers={"X-Firebase-ETag": "true"})
+        assert read.status_code == 200 and read.headers.get("ETag"), read.headers
+        assert rest(server, "PUT", "/counter", params={"ns": "demo"}, json=2,
+                    headers={"If-Match": read.headers["ETag"]}).status_code == 200
+        assert client.call("p", {"p": "/counter", "d": 3, "h": "stale"})["s"] == "datastale"
+        assert bystander.call("p", {"p": "/users/user1/online", "d": True})["s"] == "ok"
+    finally:
+        assert server.alive()
+        server.stop()
+    assert server.stderr.count("--max-hash-bytes") == 1, server.stderr
 
 
 def test_namespaces_of_gone_connections_are_released():

@@ -38,6 +38,7 @@ extension Engine {
             var value: Node?
             if let readBack, Self.readsBack(result) {
                 value = try? read(readBack, namespace: name, credentials: credentials, now: now).get()
+                if let read = value, !mayHash(read) { value = nil }  // past --max-hash-bytes: no ETag
             }
             return .now(.write(DirectWriteResult(result: result, readBack: value)))
         }
@@ -188,11 +189,14 @@ extension Engine {
     }
 
     /// The value at `path` now, for a write that committed or was refused as stale, when these
-    /// credentials may read it (an ETag is a hash of the data).
+    /// credentials may read it (an ETag is a hash of the data) and it is within `--max-hash-bytes`
+    /// (past it the answer has no ETag, and a 412 no value).
     private func readBackValue(_ path: Path?, after result: Result<[(Path, Node)], EngineError>, credentials: Credentials,
                                namespace name: String, now: Int64) -> Node? {
         guard let path, Self.readsBack(result), let ns = namespaces[name] else { return nil }
-        return try? limitedRead(path, credentials: credentials, in: ns, now: now, query: .default, filtered: true, countsAsUse: false).get()
+        guard let value = try? limitedRead(path, credentials: credentials, in: ns, now: now, query: .default, filtered: true,
+                                           countsAsUse: false).get() else { return nil }
+        return mayHash(value) ? value : nil
     }
 
     // MARK: Waiting for the namespace

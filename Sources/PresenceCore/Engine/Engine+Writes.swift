@@ -61,8 +61,9 @@ extension Engine {
     /// A transaction (`p` with `h`) or REST `if-match`: the write applies only while the value at
     /// `path` is the one whose hash (or ETag) the client gives. Replicated, that value is a read
     /// of its whole subtree, and an abort answers `datastale` instead of evaluating again.
-    func checkExpected(_ expected: String, at path: Path, in ns: Namespace, etag: Bool) -> EngineError? {
+    func checkExpected(_ expected: String, at path: Path, in ns: Namespace, etag: Bool, connection: Connection? = nil) -> EngineError? {
         let current = ns.root.node(at: path)
+        if let refusal = hashBudgetRefusal(current, at: path, connection: connection) { return refusal }
         if etag {
             if expected != self.etag(current) { return .dataStale }
         } else {
@@ -75,6 +76,22 @@ extension Engine {
         proposal?.onAbort = .dataStale
         return nil
     }
+
+    /// A hash of `node` (a transaction's, an ETag) would cover more than `--max-hash-bytes`: the
+    /// `too_big` refusal; nil when it may be computed. O(budget).
+    public func hashRefusal(_ node: Node, at path: Path) -> EngineError? { hashBudgetRefusal(node, at: path, connection: nil) }
+
+    /// `hashRefusal`, logged once per connection.
+    func hashBudgetRefusal(_ node: Node, at path: Path, connection: Connection?) -> EngineError? {
+        guard !mayHash(node) else { return nil }
+        counters.limitRefusals += 1
+        let budget = configuration.limits.maxHashBytes
+        return refuse(.hash, "a transaction or ETag at \(path) needs a hash of all the data there, which is larger than the \(budget) bytes "
+            + "one hash may cover (--max-hash-bytes); use a narrower location, or write without one", connection: connection)
+    }
+
+    /// Whether `node` is within `--max-hash-bytes`. O(budget).
+    func mayHash(_ node: Node) -> Bool { node.estimatedJSONBytes(within: configuration.limits.maxHashBytes) != nil }
 
     /// The REST ETag of a value (§9.3): its data hash, or `null_etag` for no data (or no digest).
     public func etag(_ node: Node) -> String {
@@ -92,7 +109,7 @@ extension Engine {
         guard mayWrite([write], credentials: connection.credentials, in: ns, now: now) else {
             return .failure(.permissionDenied)
         }
-        if let hash, let refusal = checkExpected(hash, at: path, in: ns, etag: false) { return .failure(refusal) }
+        if let hash, let refusal = checkExpected(hash, at: path, in: ns, etag: false, connection: connection) { return .failure(refusal) }
         if let refusal = useWriteLimits([write.0], credentials: connection.credentials, in: ns, now: now) { return .failure(refusal) }
         return finish([write], in: ns, credentials: connection.credentials, label: "set").map { $0.map { _ in () } }
     }

@@ -20,6 +20,13 @@ public struct EngineLimits: Sendable, Equatable {
     /// serialized, stopping as soon as the budget is passed, so a refusal costs O(budget). Serializing
     /// costs the loop about 45 ms per MiB on the project's machine: 8 MiB keeps one read under ~0.4 s.
     public var maxReadBytes: Int
+    /// The most data one hash may cover, about its length as JSON (`--max-hash-bytes`): a
+    /// transaction (`p` with `h`), a REST `if-match` write and an ETag (`X-Firebase-ETag`,
+    /// `if-none-match`) hash the whole value at their location, at once, in the loop: about 40 ms
+    /// per MiB here (a 300,000-child location held it for 4.5 s before the hash sorted keys the
+    /// fast way), so 64 KiB is about 2.5 ms. Checked by the same walk as `maxReadBytes`, which stops
+    /// at the budget, so a refusal costs O(budget).
+    public var maxHashBytes: Int
     /// Namespaces that may hold data or rules at once (`--max-namespaces`). A namespace that holds
     /// neither and has no connection, listener or held op is released from memory.
     public var maxNamespaces: Int
@@ -35,13 +42,14 @@ public struct EngineLimits: Sendable, Equatable {
     public static let serverSliceReadsOver = 65_536
 
     public init(maxListensPerConnection: Int = 10_000, maxQueriesPerLocation: Int = 20, maxOnDisconnectOps: Int = 256, maxOnDisconnectBytes: Int = 1_048_576,
-                maxReadBytes: Int = 8 * 1_048_576, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
+                maxReadBytes: Int = 8 * 1_048_576, maxHashBytes: Int = 65_536, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
         self.sliceReadsOver = sliceReadsOver
         self.maxListensPerConnection = maxListensPerConnection
         self.maxQueriesPerLocation = maxQueriesPerLocation
         self.maxOnDisconnectOps = maxOnDisconnectOps
         self.maxOnDisconnectBytes = maxOnDisconnectBytes
         self.maxReadBytes = maxReadBytes
+        self.maxHashBytes = maxHashBytes
         self.maxNamespaces = maxNamespaces
     }
 
@@ -54,6 +62,7 @@ public struct EngineLimits: Sendable, Equatable {
         case onDisconnectBytes = 4
         case read = 8
         case queriesPerLocation = 16
+        case hash = 32
     }
 }
 

@@ -35,10 +35,19 @@ public enum DataHash {
         case .leaf(.number(let n), _): out += "number:" + numberHex(n)
         case .leaf(.bool(let b), _): out += b ? "boolean:true" : "boolean:false"
         case .leaf(.string(let s), _): out += "string:" + s
-        case .branch:
-            for (key, child) in QueryOrder.sortedChildren(of: node, by: .priority) {
+        case .branch(let children, _):
+            // Priority order; without priorities that is key order, sorted with each key read once
+            // (comparing keys as UTF-16 at every step made most of a big location's hash).
+            let ordered = children.values.contains { $0.priority != nil }
+                ? QueryOrder.sortedChildren(of: node, by: .priority) : KeyOrder.sorted(children).map { ($0.key, $0.value) }
+            for (key, child) in ordered {
                 let childHash = hash(child, digest: digest)
-                if !childHash.isEmpty { out += ":" + key + ":" + childHash }
+                if !childHash.isEmpty {
+                    out += ":"
+                    out += key
+                    out += ":"
+                    out += childHash
+                }
             }
         }
         return out

@@ -25,7 +25,10 @@ public enum KeyOrder {
         switch (ia, ib) {
         case let (x?, y?):
             if x != y { return x < y }
-            return a.utf8.count < b.utf8.count
+            // The JS client finds "-0" and "00" equal (same value, same length); break the tie by
+            // the text, so that every order (and a hash that follows it) is the same each time.
+            if a.utf8.count != b.utf8.count { return a.utf8.count < b.utf8.count }
+            return a.utf8.lexicographicallyPrecedes(b.utf8)
         case (.some, nil): return true
         case (nil, .some): return false
         case (nil, nil): return a.utf16.lexicographicallyPrecedes(b.utf16)
@@ -72,7 +75,8 @@ public enum KeyOrder {
                 switch (ints[a], ints[b]) {
                 case let (x?, y?):
                     if x != y { return x < y }
-                    return keys[a].utf8.count < keys[b].utf8.count
+                    if keys[a].utf8.count != keys[b].utf8.count { return keys[a].utf8.count < keys[b].utf8.count }
+                    return keys[a].utf8.lexicographicallyPrecedes(keys[b].utf8)  // as `less`
                 case (.some, nil): return true
                 case (nil, .some): return false
                 case (nil, nil):

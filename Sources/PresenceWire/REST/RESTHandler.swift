@@ -180,18 +180,20 @@ public final class RESTHandler {
                                        shallow: shallow, sliced: form)
         return RESTAnswer(answer, answering: { [self] outcome in
             if case .slicedRead(let read) = outcome { return .sliced(SlicedResponse(read: read, pretty: request.query["print"] == "pretty")) }
-            return .response(render(read: outcome.read, request: request))
+            return .response(render(read: outcome.read, at: path, request: request))
         })
     }
 
     /// A `GET`'s response for the read's result.
-    func render(read: Result<Node, EngineError>?, request: HTTPRequest) -> HTTPResponse {
+    func render(read: Result<Node, EngineError>?, at path: Path, request: HTTPRequest) -> HTTPResponse {
         switch read {
         case nil: return RESTAnswer.mismatch
         case .failure(let error)?: return .refusal(for: error)
         case .success(let node)?:
             var headers: [(String, String)] = []
             if wantsETag(request) || request.headers["if-none-match"] != nil {
+                // The ETag hashes the whole value at once: past `--max-hash-bytes`, 413.
+                if let refusal = engine.hashRefusal(node, at: path) { return .refusal(for: refusal) }
                 let tag = etag(node)
                 if let match = request.headers["if-none-match"], match == tag {
                     return HTTPResponse(status: 304, headers: [("ETag", tag)], body: "")

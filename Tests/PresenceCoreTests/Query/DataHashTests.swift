@@ -62,6 +62,27 @@ import Testing
         #expect(preimage(node) == expected)
     }
 
+    /// Without priorities the children are hashed in key order, sorted the fast way (each key read
+    /// once); it must be the priority order the general comparison gives, for every kind of key.
+    @Test func childrenWithoutPrioritiesInTheSameOrderAsTheGeneralSort() {
+        let kinds = ["0", "7", "007", "-3", "-0", "10", "2147483647", "2147483648", "-2147483649", "a", "B", "ab", "a b",
+                     "é", "z", "\u{E000}", "\u{1D11E}", "\u{FF5E}", "1a", "-", "00"]
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            var children: [String: Node] = [:]
+            for index in 0..<(17 + round * 3) {
+                let key = kinds[Int.random(in: 0..<kinds.count, using: &generator)] + (index % 3 == 0 ? "" : String(index))
+                children[key] = Node(.number(Double(index)))
+            }
+            let node = Node.branch(children, priority: nil)
+            var expected = ""
+            for (key, child) in QueryOrder.sortedChildren(of: node, by: .priority) {
+                expected += ":" + key + ":" + DataHash.hash(child, digest: { $0 })
+            }
+            #expect(DataHash.preimage(node, digest: { $0 }) == expected, "keys \(children.keys.sorted())")
+        }
+    }
+
     @Test func digestReceivesUTF8OfThePreimage() {
         var seen: [[UInt8]] = []
         _ = DataHash.hash(Node(.string("é")), digest: { bytes in seen.append(bytes); return [1] })
