@@ -394,13 +394,13 @@ def huge_rest(context):
 
 def hashes_setup(context):
     huge_read_setup(context)
-    preload_children(context, "/mid", 2_400, lambda i: f"value {i}")  # about 56 KB: within --max-hash-bytes
+    preload_children(context, "/mid", 600, lambda i: f"value {i}")  # about 14 KB: within --max-hash-bytes
 
 
 def hashes(context):
     """What needs a hash of a whole location, in a loop: transactions (`p` with a stale `h`) and
     REST ETag reads and if-match writes, on a 300,000-child subtree (past --max-hash-bytes) and on
-    one of 2,400 children (within it), one at a time."""
+    one of 600 children (within it), one at a time."""
     sock, reader = signed_in(context, "hasher")
     base = f"http://{context['host']}:{context['port']}"
     end, r, counts = time.time() + context["duration"], 1, {}
@@ -542,7 +542,7 @@ SCENARIOS = {
                     "setup": huge_read_setup, "attack": huge_listen, "evidence": ["max-read-bytes"]},
     "huge-rest": {"what": "REST GETs (whole, limitToLast 3, shallow) and streams of a 300,000-child subtree, in a loop",
                   "setup": huge_read_setup, "attack": huge_rest, "evidence": ["max-read-bytes", "left during a big read"]},
-    "hashes": {"what": "transactions, ETag reads and if-match writes on a 300,000-child subtree and on a 2,400-child one, in a loop",
+    "hashes": {"what": "transactions, ETag reads and if-match writes on a 300,000-child subtree and on a 600-child one, in a loop",
                "setup": hashes_setup, "attack": hashes, "evidence": ["max-hash-bytes"]},
     "online-list": {"what": "refreshes of /online-users with 50,000 users online, in a loop",
                     "setup": online_list_setup, "attack": online_list, "evidence": []},

@@ -16,7 +16,7 @@ extension Engine {
     /// A REST read (`read`'s parameters).
     public func submitRead(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
                            query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false,
-                           sliced: DeferredRead.Form? = nil) -> DirectAnswer {
+                           sliced: DeferredRead.Form? = nil, hashed: Bool = false) -> DirectAnswer {
         guard configuration.replication != nil else {
             if let sliced, replicaRefusal(name) == nil,
                let deferred = deferredRead(path, credentials: credentials, in: existingNamespace(name), now: now, query: query,
@@ -24,9 +24,10 @@ extension Engine {
                 return .now(DirectOutcome(deferred))
             }
             return .now(.read(read(path, namespace: name, credentials: credentials, now: now, query: query,
-                                   countsAsUse: countsAsUse, shallow: shallow)))
+                                   countsAsUse: countsAsUse, shallow: shallow, hashed: hashed)))
         }
-        return submit(.read(path, credentials, query, countsAsUse: countsAsUse, shallow: shallow, sliced: sliced), namespace: name, now: now)
+        return submit(.read(path, credentials, query, countsAsUse: countsAsUse, shallow: shallow, sliced: sliced, hashed: hashed),
+                      namespace: name, now: now)
     }
 
     /// A REST write (`write`'s parameters). `readBack`: the location whose value the answer
@@ -37,8 +38,8 @@ extension Engine {
             let result = write(operation, at: path, namespace: name, credentials: credentials, now: now, ifMatch: ifMatch)
             var value: Node?
             if let readBack, Self.readsBack(result) {
-                value = try? read(readBack, namespace: name, credentials: credentials, now: now).get()
-                if let read = value, !mayHash(read) { value = nil }  // past --max-hash-bytes: no ETag
+                // Past --max-hash-bytes: no ETag (and the read stops at that budget).
+                value = try? read(readBack, namespace: name, credentials: credentials, now: now, hashed: true).get()
             }
             return .now(.write(DirectWriteResult(result: result, readBack: value)))
         }
@@ -102,13 +103,13 @@ extension Engine {
     func evaluateDirect(_ ticket: DirectTicket, namespace name: String, _ request: DirectRequest, now: Int64) {
         let ns = namespace(name)
         switch request {
-        case let .read(path, credentials, query, countsAsUse, shallow, sliced):
+        case let .read(path, credentials, query, countsAsUse, shallow, sliced, hashed):
             if let sliced, let deferred = deferredRead(path, credentials: credentials, in: ns, now: now, query: query,
                                                        filtered: true, form: sliced) {
                 return finishDirect(ticket, namespace: name, request, DirectOutcome(deferred), now: now)
             }
             let result = limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true,
-                                     shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
+                                     shape: shallow ? .shallow : .full, countsAsUse: countsAsUse, hashed: hashed)
             if awaitsLog { return }
             finishDirect(ticket, namespace: name, request, .read(result), now: now)
         case let .write(operation, path, credentials, ifMatch, readBack):
@@ -194,9 +195,8 @@ extension Engine {
     private func readBackValue(_ path: Path?, after result: Result<[(Path, Node)], EngineError>, credentials: Credentials,
                                namespace name: String, now: Int64) -> Node? {
         guard let path, Self.readsBack(result), let ns = namespaces[name] else { return nil }
-        guard let value = try? limitedRead(path, credentials: credentials, in: ns, now: now, query: .default, filtered: true,
-                                           countsAsUse: false).get() else { return nil }
-        return mayHash(value) ? value : nil
+        return try? limitedRead(path, credentials: credentials, in: ns, now: now, query: .default, filtered: true,
+                                countsAsUse: false, hashed: true).get()
     }
 
     // MARK: Waiting for the namespace

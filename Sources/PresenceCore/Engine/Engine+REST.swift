@@ -20,11 +20,11 @@ extension Engine {
     /// size budget counts. An answer over `EngineLimits.maxReadBytes` is refused with `tooBig`
     /// (REST 413), saying how to read the data in parts.
     public func read(_ path: Path, namespace name: String, credentials: Credentials, now: Int64,
-                     query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false) -> Result<Node, EngineError> {
+                     query: QuerySpec = .default, countsAsUse: Bool = false, shallow: Bool = false, hashed: Bool = false) -> Result<Node, EngineError> {
         if let refusal = replicaRefusal(name) { return .failure(refusal) }
         let ns = existingNamespace(name)
         return limitedRead(path, credentials: credentials, in: ns, now: now, query: query, filtered: true,
-                           shape: shallow ? .shallow : .full, countsAsUse: countsAsUse)
+                           shape: shallow ? .shallow : .full, countsAsUse: countsAsUse, hashed: hashed)
     }
 
     /// Applies a write and returns the written values as stored (server values resolved).

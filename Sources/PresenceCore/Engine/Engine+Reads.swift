@@ -125,15 +125,19 @@ extension Engine {
     /// location answers without rules or uses; elsewhere the rules first, then the size budget
     /// (`EngineLimits.maxReadBytes`), then one use of a limit guarding the location (so a read
     /// refused by the rules or the budget uses nothing), then the value. `filtered`: the answer is
-    /// the query's result (a tagged listen, `g`, REST) rather than the whole location.
+    /// the query's result (a tagged listen, `g`, REST) rather than the whole location. `hashed`:
+    /// the answer will be hashed (an ETag), so `--max-hash-bytes` bounds it first, and a bigger one
+    /// is refused after a walk of O(that budget), not of O(`--max-read-bytes`).
     func limitedRead(_ path: Path, credentials: Credentials, in ns: Namespace, now: Int64, query: QuerySpec, filtered: Bool,
-                     shape: ReadShape = .full, countsAsUse: Bool = true, connection: Connection? = nil) -> Result<Node, EngineError> {
+                     shape: ReadShape = .full, countsAsUse: Bool = true, connection: Connection? = nil,
+                     hashed: Bool = false) -> Result<Node, EngineError> {
         if countsAsUse, let status = limitStatusValue(at: path, credentials: credentials, in: ns, now: now) {
             return .success(filtered ? QueryWindow.result(of: query, at: status) : status)
         }
         guard mayRead(path, credentials: credentials, in: ns, now: now, query: query) else { return .failure(.permissionDenied) }
         let stored = value(at: path, in: ns)
         let answer = filtered ? QueryWindow.result(of: query, at: stored) : stored
+        if hashed, let refusal = hashBudgetRefusal(answer, at: path, connection: connection) { return .failure(refusal) }
         let budget = configuration.limits.maxReadBytes
         let size = shape == .shallow ? answer.estimatedShallowJSONBytes(within: budget) : answer.estimatedJSONBytes(within: budget)
         if size == nil {

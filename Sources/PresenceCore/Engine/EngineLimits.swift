@@ -22,10 +22,10 @@ public struct EngineLimits: Sendable, Equatable {
     public var maxReadBytes: Int
     /// The most data one hash may cover, about its length as JSON (`--max-hash-bytes`): a
     /// transaction (`p` with `h`), a REST `if-match` write and an ETag (`X-Firebase-ETag`,
-    /// `if-none-match`) hash the whole value at their location, at once, in the loop: about 40 ms
+    /// `if-none-match`) hash the whole value at their location, at once, in the loop: about 30 ms
     /// per MiB here (a 300,000-child location held it for 4.5 s before the hash sorted keys the
-    /// fast way), so 64 KiB is about 2.5 ms. Checked by the same walk as `maxReadBytes`, which stops
-    /// at the budget, so a refusal costs O(budget).
+    /// fast way), so 16 KiB is well under a millisecond. Checked by the same walk as
+    /// `maxReadBytes`, which stops at the budget, so a refusal costs O(budget).
     public var maxHashBytes: Int
     /// Namespaces that may hold data or rules at once (`--max-namespaces`). A namespace that holds
     /// neither and has no connection, listener or held op is released from memory.
@@ -42,7 +42,7 @@ public struct EngineLimits: Sendable, Equatable {
     public static let serverSliceReadsOver = 65_536
 
     public init(maxListensPerConnection: Int = 10_000, maxQueriesPerLocation: Int = 20, maxOnDisconnectOps: Int = 256, maxOnDisconnectBytes: Int = 1_048_576,
-                maxReadBytes: Int = 8 * 1_048_576, maxHashBytes: Int = 65_536, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
+                maxReadBytes: Int = 8 * 1_048_576, maxHashBytes: Int = 16_384, maxNamespaces: Int = 10_000, sliceReadsOver: Int = 0) {
         self.sliceReadsOver = sliceReadsOver
         self.maxListensPerConnection = maxListensPerConnection
         self.maxQueriesPerLocation = maxQueriesPerLocation

@@ -9,8 +9,9 @@ public enum DataHash {
     /// The hash of `node`: `""` when it is empty, else standard padded base64 of the digest of
     /// `preimage(node)`.
     public static func hash(_ node: Node, digest: Digest) -> String {
-        let text = preimage(node, digest: digest)
-        return text.isEmpty ? "" : base64(digest(Array(text.utf8)))
+        var out: [UInt8] = []
+        appendHash(of: node, digest: digest, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The string the JS client hashes (`LeafNode.hash`, `ChildrenNode.hash`):
@@ -22,35 +23,48 @@ public enum DataHash {
     /// `<p>` is `number:<hex>` or `string:<text>`. `<hex>` is `numberHex(_:)`. Children's hashes
     /// need the digest, hence the parameter.
     public static func preimage(_ node: Node, digest: Digest) -> String {
-        var out = ""
+        var out: [UInt8] = []
+        appendPreimage(of: node, digest: digest, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `hash(node)` appended to `out` as bytes: the pre-images are built as bytes and each child's
+    /// base64 goes straight into its parent's (a big location's hash was mostly string building).
+    static func appendHash(of node: Node, digest: Digest, to out: inout [UInt8]) {
+        var preimage: [UInt8] = []
+        appendPreimage(of: node, digest: digest, to: &preimage)
+        if !preimage.isEmpty { appendBase64(digest(preimage), to: &out) }
+    }
+
+    static func appendPreimage(of node: Node, digest: Digest, to out: inout [UInt8]) {
         if let priority = node.priority {
-            out += "priority:"
+            out.append(contentsOf: "priority:".utf8)
             switch priority {
-            case .number(let n): out += "number:" + numberHex(n)
-            case .string(let s): out += "string:" + s
+            case .number(let n): out.append(contentsOf: "number:".utf8); out.append(contentsOf: numberHex(n).utf8)
+            case .string(let s): out.append(contentsOf: "string:".utf8); out.append(contentsOf: s.utf8)
             }
-            out += ":"
+            out.append(UInt8(ascii: ":"))
         }
         switch node {
-        case .leaf(.number(let n), _): out += "number:" + numberHex(n)
-        case .leaf(.bool(let b), _): out += b ? "boolean:true" : "boolean:false"
-        case .leaf(.string(let s), _): out += "string:" + s
+        case .leaf(.number(let n), _): out.append(contentsOf: "number:".utf8); out.append(contentsOf: numberHex(n).utf8)
+        case .leaf(.bool(let b), _): out.append(contentsOf: (b ? "boolean:true" : "boolean:false").utf8)
+        case .leaf(.string(let s), _): out.append(contentsOf: "string:".utf8); out.append(contentsOf: s.utf8)
         case .branch(let children, _):
             // Priority order; without priorities that is key order, sorted with each key read once
             // (comparing keys as UTF-16 at every step made most of a big location's hash).
             let ordered = children.values.contains { $0.priority != nil }
                 ? QueryOrder.sortedChildren(of: node, by: .priority) : KeyOrder.sorted(children).map { ($0.key, $0.value) }
+            var childHash: [UInt8] = []
             for (key, child) in ordered {
-                let childHash = hash(child, digest: digest)
-                if !childHash.isEmpty {
-                    out += ":"
-                    out += key
-                    out += ":"
-                    out += childHash
-                }
+                childHash.removeAll(keepingCapacity: true)
+                appendHash(of: child, digest: digest, to: &childHash)
+                guard !childHash.isEmpty else { continue }
+                out.append(UInt8(ascii: ":"))
+                out.append(contentsOf: key.utf8)
+                out.append(UInt8(ascii: ":"))
+                out.append(contentsOf: childHash)
             }
         }
-        return out
     }
 
     /// The 16 lowercase hex digits the JS client writes for a number (`doubleToIEEE754String`).
@@ -69,7 +83,12 @@ public enum DataHash {
     /// Standard base64 (RFC 4648 §4) with `=` padding.
     public static func base64(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        appendBase64(bytes, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendBase64(_ bytes: [UInt8], to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
         var index = 0
         while index < bytes.count {
             let count = min(3, bytes.count - index)
@@ -85,6 +104,5 @@ public enum DataHash {
             }
             index += 3
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }

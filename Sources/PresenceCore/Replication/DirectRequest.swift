@@ -81,7 +81,7 @@ public struct DirectWriteResult {
 /// A direct request as the engine keeps it until it is answered (re-evaluated as it is after an
 /// abort).
 enum DirectRequest {
-    case read(Path, Credentials, QuerySpec, countsAsUse: Bool, shallow: Bool, sliced: DeferredRead.Form?)
+    case read(Path, Credentials, QuerySpec, countsAsUse: Bool, shallow: Bool, sliced: DeferredRead.Form?, hashed: Bool)
     case write(Engine.DirectWrite, Path, Credentials, ifMatch: (path: Path, etag: String)?, readBack: Path?)
     /// A namespace's own rules document (its text); nil forgets it.
     case rules(document: String?)

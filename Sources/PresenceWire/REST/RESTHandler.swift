@@ -174,10 +174,10 @@ public final class RESTHandler {
         do { query = try QuerySpec(rest: request.query) } catch { return .response(.error(400, error.description)) }
         let shallow = request.query["shallow"] == "true"
         // A big answer is written in slices, unless its ETag is asked for (a hash of the whole value).
-        let form: DeferredRead.Form? = wantsETag(request) || request.headers["if-none-match"] != nil ? nil
-            : shallow ? .shallow : request.query["format"] == "export" ? .export : .plain
+        let hashed = wantsETag(request) || request.headers["if-none-match"] != nil
+        let form: DeferredRead.Form? = hashed ? nil : shallow ? .shallow : request.query["format"] == "export" ? .export : .plain
         let answer = engine.submitRead(path, namespace: namespace, credentials: credentials, now: now, query: query, countsAsUse: true,
-                                       shallow: shallow, sliced: form)
+                                       shallow: shallow, sliced: form, hashed: hashed)
         return RESTAnswer(answer, answering: { [self] outcome in
             if case .slicedRead(let read) = outcome { return .sliced(SlicedResponse(read: read, pretty: request.query["print"] == "pretty")) }
             return .response(render(read: outcome.read, at: path, request: request))
