@@ -225,17 +225,20 @@ void presence_tap_feed(int fd, const void *bytes, size_t length) {
     else if (t->mode == HTTP_HEAD) follow_head(t, bytes, length);
 }
 
+/// One slot per descriptor the process may ever hold (the hard limit: the server raises its soft
+/// limit up to it at start, `--max-fds`), allocated before `main` (untouched pages cost nothing).
+/// Made before any thread exists, the table is never written or moved while `recv` on another
+/// thread reads it: allocated lazily by the first accepted connection, it raced every other
+/// thread's `recv` (ThreadSanitizer saw a test's first accept against Foundation's socket thread).
+__attribute__((constructor)) static void allocate_taps(void) {
+    struct rlimit limit;
+    rlim_t count = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_max : 1024;
+    if (count == RLIM_INFINITY || count > (1 << 20)) count = 1 << 20;
+    taps = calloc((size_t)count, sizeof(tap_t));
+    tap_count = taps ? (int)count : 0;
+}
+
 void presence_tap_accepted(int fd) {
-    if (!taps) {
-        // One slot per possible descriptor, allocated once (untouched pages cost nothing), so the
-        // table never moves under a read on another thread.
-        struct rlimit limit;
-        rlim_t count = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 1024;
-        if (count > (1 << 20)) count = 1 << 20;
-        taps = calloc((size_t)count, sizeof(tap_t));
-        if (!taps) return;
-        tap_count = (int)count;
-    }
     tap_t *t = tap_for(fd);
     if (!t) return;
     release_tail(t);

@@ -90,4 +90,36 @@ import Testing
         #expect(request(handler, "PUT", "/small.json", body: #""x""#, headers: ["if-match": "stale"]).status == 412)
         #expect(request(handler, "PUT", "/small.json", body: #""x""#, headers: ["if-match": tag]).status == 200)
     }
+
+    /// An ETag read again, a transaction retried: the location is hashed once while nobody writes
+    /// there, and after a write the hash is the new value's (a retry against a kept hash of the
+    /// old value would let a stale transaction through).
+    @Test func aLocationIsHashedOnceUntilItIsWritten() throws {
+        let harness = try harness()
+        let alice = harness.connect()
+        harness.signIn(alice, as: "alice")
+        #expect(fill(harness, alice, 1, "/small", count: 5).map(status) == ["ok"])
+        let handler = RESTHandler(engine: harness.engine, defaultNamespace: "test")
+        let etag = { (response: HTTPResponse) in response.headers.first { $0.0 == "ETag" }?.1 }
+        let first = try #require(etag(request(handler, "GET", "/small.json", headers: ["x-firebase-etag": "true"])))
+        for _ in 0..<3 {
+            #expect(etag(request(handler, "GET", "/small.json", headers: ["x-firebase-etag": "true"])) == first)
+            #expect(request(handler, "PUT", "/small.json", body: #""x""#, headers: ["if-match": "stale"]).status == 412)
+            harness.request(9, "p", #"{"p":"/small","d":"replaced","h":"stale"}"#, from: alice)
+            #expect(harness.take(alice).map(status) == ["datastale"])
+        }
+        // One hash computed; the 412s' ETags and the transactions' checks were answered from it.
+        #expect(harness.engine.hashCacheCounts.misses == 1)
+        #expect(harness.engine.hashCacheCounts.hits >= 9)
+        // A write below the location (its first child: the test digest reads 20 bytes): the old ETag
+        // no longer matches, the new one is the value's.
+        harness.request(10, "p", #"{"p":"/small/k0","d":"other"}"#, from: alice)
+        #expect(harness.take(alice).map(status) == ["ok"])
+        #expect(request(handler, "PUT", "/small.json", body: #""x""#, headers: ["if-match": first]).status == 412)
+        let current = harness.engine.value(at: try Path("/small"), namespace: "test")
+        let second = try #require(etag(request(handler, "GET", "/small.json", headers: ["x-firebase-etag": "true"])))
+        #expect(second != first && second == harness.engine.etag(current))
+        harness.request(11, "p", #"{"p":"/small","d":"replaced","h":"\#(try #require(harness.engine.hash(current)))"}"#, from: alice)
+        #expect(harness.take(alice).map(status) == ["ok"])
+    }
 }

@@ -65,9 +65,9 @@ extension Engine {
         let current = ns.root.node(at: path)
         if let refusal = hashBudgetRefusal(current, at: path, connection: connection) { return refusal }
         if etag {
-            if expected != self.etag(current) { return .dataStale }
+            if expected != self.etag(current, at: path, namespace: ns.name) { return .dataStale }
         } else {
-            guard let hash = self.hash(current) else {
+            guard let hash = self.hash(current, at: path, namespace: ns.name) else {
                 return .notSupported("Transactions need the server's data hash, which is not configured")
             }
             if hash != expected { return .dataStale }
@@ -96,6 +96,11 @@ extension Engine {
     /// The REST ETag of a value (§9.3): its data hash, or `null_etag` for no data (or no digest).
     public func etag(_ node: Node) -> String {
         node.isNull ? "null_etag" : (hash(node) ?? "null_etag")
+    }
+
+    /// `etag(node)` of the value at `path` of a namespace, through `HashCache`.
+    public func etag(_ node: Node, at path: Path, namespace: String) -> String {
+        node.isNull ? "null_etag" : (hash(node, at: path, namespace: namespace) ?? "null_etag")
     }
 
     /// `p`: replace the value at `path`. nil: proposed, answered when applied.

@@ -81,6 +81,8 @@ public final class Engine {
     var direct = DirectRequests()
     /// Replicated namespaces holding data that nothing here uses, waiting to be let go.
     var idleReplicas = IdleReplicas()
+    /// Hashes of locations asked for by transactions and ETags, while their values stay the same.
+    var hashCache = HashCache()
 
     public init(
         configuration: Configuration = Configuration(),
@@ -136,6 +138,18 @@ public final class Engine {
         guard let digest = configuration.hashDigest else { return nil }
         return DataHash.hash(node, digest: digest)
     }
+
+    /// `hash(node)` of the value at `path` of a namespace, kept until that value changes
+    /// (`HashCache`): a location hashed again and again costs one hash while nobody writes there.
+    public func hash(_ node: Node, at path: Path, namespace: String) -> String? {
+        guard let digest = configuration.hashDigest else { return nil }
+        let budget = configuration.limits.maxHashBytes
+        return hashCache.hash(of: node, at: HashCache.Key(namespace: namespace, path: path),
+                              size: { $0.estimatedJSONBytes(within: budget) }, compute: { DataHash.hash($0, digest: digest) })
+    }
+
+    /// How many hashes of locations were answered from `HashCache`, and how many were computed.
+    public var hashCacheCounts: (hits: Int, misses: Int) { (hashCache.hits, hashCache.misses) }
 
     /// The stored value at `path` of a namespace (for REST reads, tests and operators).
     public func value(at path: Path, namespace name: String) -> Node {

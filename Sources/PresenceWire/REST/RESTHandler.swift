@@ -194,7 +194,7 @@ public final class RESTHandler {
             if wantsETag(request) || request.headers["if-none-match"] != nil {
                 // The ETag hashes the whole value at once: past `--max-hash-bytes`, 413.
                 if let refusal = engine.hashRefusal(node, at: path) { return .refusal(for: refusal) }
-                let tag = etag(node)
+                let tag = etag(node, at: path, request: request)
                 if let match = request.headers["if-none-match"], match == tag {
                     return HTTPResponse(status: 304, headers: [("ETag", tag)], body: "")
                 }
@@ -207,8 +207,11 @@ public final class RESTHandler {
 
     func wantsETag(_ request: HTTPRequest) -> Bool { request.headers["x-firebase-etag"]?.lowercased() == "true" }
 
-    /// The §8.4 hash of a value, or `null_etag` for no data (§9.3).
-    func etag(_ node: Node) -> String { engine.etag(node) }
+    /// The §8.4 hash of the value at `path`, or `null_etag` for no data (§9.3); kept by the engine
+    /// until that value changes.
+    func etag(_ node: Node, at path: Path, request: HTTPRequest) -> String {
+        engine.etag(node, at: path, namespace: namespace(of: request))
+    }
 
     func write(_ method: String, _ path: Path, namespace: String, credentials: Credentials, request: HTTPRequest, now: Int64) -> RESTAnswer {
         var body: JSON = .null
@@ -255,12 +258,12 @@ public final class RESTHandler {
         switch write.result {
         case .failure(.dataStale) where conditional:
             guard let current = write.readBack else { return .error(412, "The value changed since it was read (ETag mismatch)") }
-            return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", etag(current))])
+            return .json(412, JSONWriter.string(current.json(exportFormat: true)), headers: [("ETag", etag(current, at: path, request: request))])
         case .failure(let error):
             return .refusal(for: error)
         case .success(let written):
             var headers: [(String, String)] = []
-            if conditional || wantsETag(request), let current = write.readBack { headers.append(("ETag", etag(current))) }
+            if conditional || wantsETag(request), let current = write.readBack { headers.append(("ETag", etag(current, at: path, request: request))) }
             if request.query["print"] == "silent" { return HTTPResponse(status: 204, headers: headers, body: "") }
             switch method {
             case "POST": return render(.object([("name", .string(target.last ?? ""))]), request: request, headers: headers)
