@@ -64,11 +64,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The storage thread's cooperative yield inside SQLite's reads and writes (the header says why).
+        .target(name: "CStorageYield", path: "Sources/CStorageYield", linkerSettings: [.linkedLibrary("sqlite3")]),
         // The embedded durable storage engine: SQLite through GRDB.
         .target(
             name: "PresenceStorage",
             dependencies: [
-                "PresenceCore",
+                "PresenceCore", "CStorageYield",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],

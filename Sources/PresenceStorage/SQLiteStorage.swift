@@ -92,6 +92,7 @@ public final class SQLiteStorage: StorageEngine {
             try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
         }
         try SQLiteFileCheck.prepare(file)
+        StorageThreadYield.install()
         do {
             queue = try DatabaseQueue(path: file, configuration: configuration)
         } catch let error as DatabaseError {
@@ -142,6 +143,8 @@ public final class SQLiteStorage: StorageEngine {
 
     public func commit(_ batches: [StorageBatch]) throws {
         guard batches.contains(where: { !$0.isEmpty || $0.sequence != nil }) else { return }
+        // The commit's own work is what is measured: the thread was asleep until now.
+        StorageThreadYield.startOfWork()
         try withConnection { try $0.commit(batches) }
     }
 
@@ -161,6 +164,12 @@ public final class SQLiteStorage: StorageEngine {
     /// that such a commit changes nothing and that the next one succeeds once there is room.
     func limitPages(extra extraPages: Int?) throws -> Int {
         try withConnection { try $0.limitPages(extra: extraPages) }
+    }
+
+    /// The calling thread's reads and writes give the core back after `microseconds` of work
+    /// since it last did (`StorageThreadYield`).
+    public func prepareCommitThread(yieldingEvery microseconds: UInt64) {
+        StorageThreadYield.yieldHere(every: microseconds)
     }
 
     public func close() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import PresenceCore
+import PresenceLoop
 @testable import PresenceServer
 import Synchronization
 import Testing
@@ -112,5 +113,40 @@ import Testing
         #expect(storage.committed.withLock { $0 } == [[1], [2, 3, 4, 5]])
         #expect(writer.wakeUps <= 1, "only a hand-over to a sleeping thread wakes it")
         #expect(writer.stop().unstoredBatches == 0)
+    }
+
+    /// Storage that records on which thread it was prepared and on which it committed.
+    final class ThreadRecordingStorage: StorageEngine, @unchecked Sendable {
+        let inner = InMemoryStorage()
+        let events = Mutex<[String]>([])
+        func load() throws -> StoredState { try inner.load() }
+        func prepareCommitThread(yieldingEvery microseconds: UInt64) {
+            events.withLock { $0.append("prepare \(microseconds) on \(pthread_self())") }
+        }
+        func commit(_ batches: [StorageBatch]) throws {
+            try inner.commit(batches)
+            events.withLock { $0.append("commit on \(pthread_self())") }
+        }
+        func close() throws {}
+    }
+
+    /// The storage thread asks its engine, once and before any commit, to give the core back to
+    /// the loop every bulk slice of work (the kernel would only at its tick): a commit of a big
+    /// value, or a checkpoint, must not hold the core the loop shares for milliseconds.
+    @Test func theStorageThreadAsksItsEngineToYieldBeforeItsFirstCommit() throws {
+        let storage = ThreadRecordingStorage()
+        let events = Events()
+        let writer = StorageWriter(storage: storage, onDurable: { events.add("durable \($0)") }, onFailure: { _ in })
+        writer.start()
+        writer.submit(try write(1, 1))
+        waitUntil { events.all.count == 1 }
+        writer.submit(try write(2, 2))
+        waitUntil { events.all.count == 2 }
+        #expect(writer.stop().unstoredBatches == 0)
+        let recorded = storage.events.withLock { $0 }
+        let storageThread = recorded.first.map { String($0.split(separator: " ").last ?? "") } ?? ""
+        #expect(recorded == ["prepare \(ThreadScheduling.bulkSliceMicroseconds) on \(storageThread)",
+                             "commit on \(storageThread)", "commit on \(storageThread)"])
+        #expect(storageThread != "\(pthread_self())", "commits run on the storage thread")
     }
 }

@@ -22,9 +22,16 @@ public protocol StorageEngine: AnyObject, Sendable {
 
     /// Releases the engine's resources. No call may follow.
     func close() throws
+
+    /// Called once on the thread that will make the commits, before the first: that thread
+    /// shares a core with the event loop, so a long commit should give the core back after about
+    /// `microseconds` of work at a time (an engine that cannot, or whose commits are short, does nothing).
+    func prepareCommitThread(yieldingEvery microseconds: UInt64)
 }
 
 extension StorageEngine {
+    public func prepareCommitThread(yieldingEvery microseconds: UInt64) {}
+
     public func commit(_ batch: StorageBatch) throws { try commit([batch]) }
 
     public func loadTree(namespace: String) throws -> Node {

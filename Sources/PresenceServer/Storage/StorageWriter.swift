@@ -102,6 +102,9 @@ final class StorageWriter: @unchecked Sendable {
     private func run() {
         // Commits are bulk work: they must not take the CPU from the loop the moment a batch wakes them.
         ThreadScheduling.preferThroughput()
+        // The kernel holds it to that slice only at its tick (4 ms) or at a wake-up: the engine
+        // gives the core back itself, inside a long commit (a checkpoint copies megabytes at once).
+        storage.prepareCommitThread(yieldingEvery: ThreadScheduling.bulkSliceMicroseconds)
         func seconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
         var carried: [StorageBatch] = []
         var failingSince: Double?
