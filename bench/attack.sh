@@ -3,7 +3,8 @@
 # release server, with a bystander's write->push latency with and without it, the server's RSS,
 # fds and CPU, and what happened to the offender (docs/robustness.md, "Floods and slow clients").
 # Exit code 1 if the server stopped or the bystander was starved during an attack.
-# Env: SCENARIO (all; or a comma-separated list, see `python3 bench/attack.py --list`), BASELINE (10),
+# Env: SCENARIO (all; or a comma-separated list, see `python3 bench/attack.py --list`), BASELINE (as DURATION:
+# as many pushes alone as under attack, so both p99s rest on as many samples),
 # DURATION (20), RATE (50 bystander writes/s), OUT (also write the reports to this JSON file),
 # STRICT (1: also fail when the bystander's p99 more than doubles), SKIP_BUILD, SERVER_ARGS (extra flags for
 # every server, e.g. "--slice-reads-over 0" to compare with reads answered at once), PIN (1: the server
@@ -17,7 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ -z "${SKIP_BUILD:-}" ]; then (cd "$ROOT" && swift build -c release --product presence-server >&2); fi
 # The connection storm and slow heads hold over a thousand sockets at once.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-args=(--server "${SERVER:-$ROOT/.build/release/presence-server}" --scenario "${SCENARIO:-all}" --baseline "${BASELINE:-10}"
+args=(--server "${SERVER:-$ROOT/.build/release/presence-server}" --scenario "${SCENARIO:-all}" --baseline "${BASELINE:-${DURATION:-20}}"
       --duration "${DURATION:-20}" --rate "${RATE:-50}")
 if [ -n "${OUT:-}" ]; then args+=(--json "$OUT"); fi
 if [ -n "${STRICT:-}" ]; then args+=(--strict); fi

@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SCENARIO="${SCENARIO:-online-list}"
 OUT="${OUT:-$(mktemp -d -t presence-loop-turns.XXXXXX)/turns}"
 has_setup=$(cd "$ROOT/bench" && python3 -c "import sys; sys.path.insert(0, '../Tests/live'); import attack_scenarios as a; print('y' if 'setup' in a.SCENARIOS['$SCENARIO'] else '')")
-SKIP_BUILD=1 PIN=1 SCENARIO="$SCENARIO" SERVER_ARGS="${SERVER_ARGS:-}" "$ROOT/bench/attack.sh" > "$OUT.json" 2> "$OUT.err" &
+BASELINE=10 SKIP_BUILD=1 PIN=1 SCENARIO="$SCENARIO" SERVER_ARGS="${SERVER_ARGS:-}" "$ROOT/bench/attack.sh" > "$OUT.json" 2> "$OUT.err" &
 attack=$!
 if [ -n "$has_setup" ]; then ready="setup done"; else ready="server pid"; fi
 until grep -q "$ready" "$OUT.err" 2>/dev/null; do sleep 0.1; done
