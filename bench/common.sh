@@ -53,3 +53,18 @@ pid_args() { if [ -n "$SERVER_PID" ]; then echo "--server-pid $SERVER_PID"; fi; 
 
 # The generator's command prefix: pinned to GENERATOR_CPU when set (e.g. 1).
 generator_pin() { if [ -n "${GENERATOR_CPU:-}" ]; then echo "taskset -c $GENERATOR_CPU"; fi; }
+
+# For the tracing wrappers (loop-turns.sh, loop-waits.sh): runs one scenario of attack.sh pinned,
+# with a 10 s baseline, in the background (its JSON in $1.json, its log in $1.err), and returns
+# 2 s into the attack, when 10 s of it can be recorded; sets ATTACK_PID and SERVER_PID.
+attack_in_background() {
+    local out="$1" ready="server pid"
+    local has_setup
+    has_setup=$(cd "$ROOT/bench" && python3 -c "import sys; sys.path.insert(0, '../Tests/live'); import attack_scenarios as a; print('y' if 'setup' in a.SCENARIOS['$SCENARIO'] else '')")
+    BASELINE=10 SKIP_BUILD=1 PIN=1 SCENARIO="$SCENARIO" SERVER_ARGS="${SERVER_ARGS:-}" "$ROOT/bench/attack.sh" > "$out.json" 2> "$out.err" &
+    ATTACK_PID=$!
+    if [ -n "$has_setup" ]; then ready="setup done"; fi
+    until grep -q "$ready" "$out.err" 2>/dev/null; do sleep 0.1; done
+    SERVER_PID=$(grep -o "server pid [0-9]*" "$out.err" | tail -1 | awk '{print $3}')
+    sleep 13  # 1 s of connections, 10 s of baseline, 2 s into the attack
+}

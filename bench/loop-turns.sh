@@ -6,19 +6,13 @@
 # distribution and the bystander's line. Needs perf and root (tracepoints).
 # Env: SCENARIO (online-list), SERVER_ARGS (extra flags for the server), OUT (prefix of the files
 # kept: the attack's JSON and log, the perf data; default a temporary directory).
-set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 SCENARIO="${SCENARIO:-online-list}"
 OUT="${OUT:-$(mktemp -d -t presence-loop-turns.XXXXXX)/turns}"
-has_setup=$(cd "$ROOT/bench" && python3 -c "import sys; sys.path.insert(0, '../Tests/live'); import attack_scenarios as a; print('y' if 'setup' in a.SCENARIOS['$SCENARIO'] else '')")
-BASELINE=10 SKIP_BUILD=1 PIN=1 SCENARIO="$SCENARIO" SERVER_ARGS="${SERVER_ARGS:-}" "$ROOT/bench/attack.sh" > "$OUT.json" 2> "$OUT.err" &
-attack=$!
-if [ -n "$has_setup" ]; then ready="setup done"; else ready="server pid"; fi
-until grep -q "$ready" "$OUT.err" 2>/dev/null; do sleep 0.1; done
-pid=$(grep -o "server pid [0-9]*" "$OUT.err" | tail -1 | awk '{print $3}')
-sleep 13  # 1 s of connections, 10 s of baseline, 2 s into the attack
-perf record -q -o "$OUT.perf" -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_exit_epoll_wait' -t "$pid" -- sleep 10 > /dev/null 2>&1
-wait "$attack" || true
+attack_in_background "$OUT"
+perf record -q -o "$OUT.perf" -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_exit_epoll_wait' -t "$SERVER_PID" -- sleep 10 > /dev/null 2>&1
+wait "$ATTACK_PID" || true
 perf script -i "$OUT.perf" -F time,event 2>/dev/null | python3 -c '
 import sys
 turns, started = [], None

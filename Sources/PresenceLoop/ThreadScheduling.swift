@@ -35,4 +35,10 @@ public enum ThreadScheduling {
         let error = presence_become_batch(sliceMicroseconds * 1_000)
         return error == 0 ? nil : "sched_setscheduler(SCHED_BATCH): errno \(error)"
     }
+
+    /// Names the calling thread, so `top -H` and `perf` tell it from the loop (Foundation's
+    /// `Thread.name` does not reach the kernel here). Linux keeps the first 15 bytes.
+    public static func nameThisThread(_ name: String) {
+        _ = presence_name_thread(name)
+    }
 }

@@ -55,6 +55,19 @@ import Testing
         // The kernel shows the slice from Linux 6.12 (EEVDF custom slices); older ones ignore it.
         if let slice { #expect(slice == "300000", "se.slice \(slice) ns") }
     }
+
+    /// The storage thread is told from the loop by name in `top -H`, `perf` and `/proc`.
+    @Test func aThreadNamedIsNamedForTheKernel() {
+        let (named, truncated) = Self.onOwnThread { () -> (String, String) in
+            ThreadScheduling.nameThisThread("storage-writer")
+            let named = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            ThreadScheduling.nameThisThread("a-name-of-twenty-bytes")
+            let truncated = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            return (named, truncated)
+        }
+        #expect(named == "storage-writer\n")
+        #expect(truncated == "a-name-of-twent\n", "Linux keeps 15 bytes")
+    }
 }
 
 /// A value handed from a test's thread back to the test.

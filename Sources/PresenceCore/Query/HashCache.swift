@@ -28,7 +28,7 @@ struct HashCache {
     private var entries: [Key: Entry] = [:]
     /// The estimated JSON size of the values held.
     private(set) var bytes = 0
-    /// Hashes answered from here, and computed (for tests and metrics).
+    /// Hashes answered from here, and computed (tests read them to see what was hashed again).
     private(set) var hits = 0
     private(set) var misses = 0
 

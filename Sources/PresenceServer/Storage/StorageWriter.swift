@@ -65,7 +65,7 @@ final class StorageWriter: @unchecked Sendable {
 
     func start() {
         let thread = Thread { [self] in run() }
-        thread.name = "presence-storage"
+        thread.name = "storage-writer"  // for Foundation; the kernel's name is set in run()
         thread.start()
     }
 
@@ -100,6 +100,7 @@ final class StorageWriter: @unchecked Sendable {
     }
 
     private func run() {
+        ThreadScheduling.nameThisThread("storage-writer")
         // Commits are bulk work: they must not take the CPU from the loop the moment a batch wakes them.
         ThreadScheduling.preferThroughput()
         // The kernel holds it to that slice only at its tick (4 ms) or at a wake-up: the engine
